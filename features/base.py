@@ -1,0 +1,28 @@
+"""What every feature function provides: a Moses label, a number of values, and a batch scorer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+Tokens = Sequence[str]
+Pair = tuple[Tokens, Tokens]  # (source tokens, hypothesis tokens)
+
+
+class Feature(Protocol):
+    """A log-linear feature computed for (source, hypothesis) pairs.
+
+    ``name`` is the label written into n-best lists (letters and digits only: Moses reads a
+    label with ``_`` as a sparse feature). ``score`` returns one row of ``dims`` values per pair.
+    Pairs that share a source sentence come together (all hypotheses of an n-best list), so a
+    feature may do per-source work once for the whole run of them.
+    """
+
+    Config: ClassVar[type]
+    name: str
+    dims: int
+    needs_source: bool
+
+    def score(self, pairs: Sequence[Pair]) -> np.ndarray: ...  # (len(pairs), dims) float64

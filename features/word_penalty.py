@@ -1,0 +1,77 @@
+"""Length features: Moses' word penalty, and Cho et al.'s count of words outside a shortlist."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from features import register_feature
+from features.base import Pair
+from rerank.errors import ConfigError
+from rerank.formats.files import read_lines
+
+
+@register_feature("word-penalty")
+class WordPenalty:
+    """−(number of target words), exactly Moses' ``WordPenalty``."""
+
+    @dataclass(frozen=True)
+    class Config:
+        name: str = "WP1"
+
+    needs_source = False
+    dims = 1
+
+    def __init__(self, config: Config):
+        self.name = config.name
+
+    def score(self, pairs: Sequence[Pair]) -> np.ndarray:
+        return -np.array([[len(hypothesis)] for _, hypothesis in pairs], dtype=np.float64).reshape(-1, 1)
+
+
+@register_feature("unk-penalty")
+class UnknownWordCount:
+    """The number of target words outside a vocabulary shortlist (the "WP" of Cho et al. 2014, Sec. 4.1).
+
+    The shortlist is either a vocabulary file (one word per line, first column; a model's
+    target vocabulary, say) or the ``shortlist`` most frequent words of a ``corpus``.
+    """
+
+    @dataclass(frozen=True)
+    class Config:
+        name: str = "UNK1"
+        vocab: str | None = None
+        corpus: str | None = None
+        shortlist: int = 15000
+
+        def __post_init__(self) -> None:
+            if (self.vocab is None) == (self.corpus is None):
+                raise ValueError("give exactly one of 'vocab' (a word list) or 'corpus' (text to count words in)")
+            if self.shortlist < 1:
+                raise ValueError(f"shortlist must be positive, got {self.shortlist}")
+
+    needs_source = False
+    dims = 1
+
+    def __init__(self, config: Config):
+        self.name = config.name
+        self.words = self._words(config)
+        if not self.words:
+            raise ConfigError(f"{config.vocab or config.corpus}: empty vocabulary for feature {config.name}")
+
+    @staticmethod
+    def _words(config: Config) -> frozenset[str]:
+        if config.vocab is not None:
+            return frozenset(line.split()[0] for _, line in read_lines(config.vocab) if line.strip())
+        counts: collections.Counter[str] = collections.Counter()
+        for _, line in read_lines(config.corpus):
+            counts.update(line.split())
+        return frozenset(word for word, _ in counts.most_common(config.shortlist))
+
+    def score(self, pairs: Sequence[Pair]) -> np.ndarray:
+        words = self.words
+        return np.array([[sum(w not in words for w in hypothesis)] for _, hypothesis in pairs], dtype=np.float64
+                        ).reshape(-1, 1)

@@ -1,0 +1,5 @@
+import sys
+
+from rerank.cli import main
+
+sys.exit(main())

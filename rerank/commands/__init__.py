@@ -1,0 +1,1 @@
+"""The subcommands of ``rerank``, one module each (see :mod:`rerank.cli`)."""

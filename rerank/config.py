@@ -1,0 +1,139 @@
+"""Configuration as frozen dataclasses, loaded from YAML with every key checked.
+
+Defaults live in the dataclasses and nowhere else. :func:`from_dict` walks the fields, so an
+unknown key, a missing required key or a value of the wrong type is reported with its dotted
+path (``model.attention.kind``) and the file it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import yaml
+
+from rerank.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def load_yaml(path: str | os.PathLike) -> Any:
+    """The parsed content of a YAML file (``yaml.safe_load``), with errors naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f)
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+
+
+def load_config(cls: type[T], path: str | os.PathLike) -> T:
+    """Load a YAML file into the dataclass ``cls``."""
+    data = load_yaml(path)
+    return from_dict(cls, {} if data is None else data, source=str(path))
+
+
+def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "") -> T:
+    """Build the dataclass ``cls`` from a mapping, recursing into nested dataclasses."""
+    where = prefix or "top level"
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: {where}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key {_dotted(prefix, unknown[0])!r}; "
+                          f"known keys here: {', '.join(sorted(fields))}")
+    values = {}
+    for name, f in fields.items():
+        path = _dotted(prefix, name)
+        if name in data:
+            values[name] = _convert(hints[name], data[name], source, path)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{source}: missing required key {path!r}")
+    try:
+        return cls(**values)
+    except (ValueError, TypeError) as e:  # __post_init__ checks
+        raise ConfigError(f"{source}: {where}: {e}") from None
+
+
+def to_dict(obj: Any) -> Any:
+    """A dataclass as plain YAML-friendly data (tuples become lists)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def save_config(obj: Any, path: str | os.PathLike) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(to_dict(obj), f, sort_keys=False, allow_unicode=True)
+
+
+def _dotted(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hint is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _convert(option, value, source, path)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if len(errors) == 1 else
+                          f"{source}: {path!r}: expected {_describe(hint)}, got {value!r}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{source}: {path!r}: expected one of {', '.join(map(repr, args))}, got {value!r}")
+        return value
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{source}: {path!r}: expected a list, got {value!r}")
+        item = args[0] if args else Any
+        converted = [_convert(item, v, source, f"{path}[{i}]") for i, v in enumerate(value)]
+        return tuple(converted) if origin is tuple else converted
+    if origin in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{source}: {path!r}: expected a mapping, got {value!r}")
+        return {str(k): _convert(args[1] if args else Any, v, source, f"{path}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, source, path)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{source}: {path!r}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{source}: {path!r}: expected an integer, got {value!r}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {path!r}: expected true or false, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: {path!r}: expected a string, got {value!r}")
+        return value
+    raise TypeError(f"unsupported config type {hint!r} at {path}")
+
+
+def _describe(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")

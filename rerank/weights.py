@@ -1,0 +1,100 @@
+"""Log-linear weights: files, their alignment with an n-best list's features, and reranking.
+
+A weights file is YAML, one entry per feature label, a number or a list of numbers::
+
+    LM0: 0.15949
+    TranslationModel0: [0.126263, 0.0567749, 0.12818, 0.0607768]
+
+or a ``moses.ini``, whose ``[weight]`` section (or old ``[weight-x]`` sections) is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from rerank.config import load_yaml
+from rerank.errors import ConfigError, RerankError
+from rerank.formats.files import atomic_output
+from rerank.formats.moses_ini import MosesIni, Weights
+from rerank.formats.nbest import FeatureLayout
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def is_moses_ini(path: str | os.PathLike) -> bool:
+    return Path(path).suffix not in YAML_SUFFIXES
+
+
+def load_weights(path: str | os.PathLike) -> Weights:
+    """Weights by label from a YAML weights file or a ``moses.ini`` (any name not ending in .yaml/.yml)."""
+    if is_moses_ini(path):
+        return MosesIni.read(path).weights()
+    data = load_yaml(path)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping 'Label: weight' or 'Label: [w1, w2, ...]'")
+    weights: Weights = {}
+    for label, value in data.items():
+        values = value if isinstance(value, list) else [value]
+        if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            raise ConfigError(f"{path}: {label!r}: expected a number or a list of numbers, got {value!r}")
+        weights[str(label)] = tuple(float(v) for v in values)
+    return weights
+
+
+def save_weights(weights: Mapping[str, Sequence[float]], path: str | os.PathLike) -> None:
+    """Write weights as YAML (a single value as a number, several as a list), atomically."""
+    data = {label: float(v[0]) if len(v) == 1 else [float(x) for x in v] for label, v in weights.items()}
+    with atomic_output(path) as out:
+        yaml.safe_dump(data, out, sort_keys=False, default_flow_style=None)
+
+
+def parse_weight_assignment(text: str) -> tuple[str, tuple[float, ...]]:
+    """``'LM1=0.5'`` or ``'TM0=0.1,0.2'`` (from the command line) as a label and its values."""
+    label, sep, values = text.partition("=")
+    try:
+        if not sep or not label:
+            raise ValueError
+        return label.strip(), tuple(float(v) for v in values.replace(",", " ").split())
+    except ValueError:
+        raise RerankError(f"--weight {text!r}: expected Label=value or Label=v1,v2,...") from None
+
+
+def weight_vector(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, *, source: str,
+                  ignore_unknown: bool = False, missing: float | None = None) -> np.ndarray:
+    """The weights as a vector aligned with ``layout``'s dense features.
+
+    :param ignore_unknown: skip weights of labels the n-best list does not have (a ``moses.ini``
+        also weights features Moses does not print, such as ``UnknownWordPenalty0``).
+    :param missing: the weight of a feature with no weight; ``None`` makes that an error.
+    """
+    unknown = [label for label in weights if label not in layout.labels]
+    if unknown and not ignore_unknown:
+        raise RerankError(f"{source}: weights for features the n-best list does not have: {', '.join(unknown)} "
+                          f"(it has {', '.join(layout.labels)})")
+    vector = np.empty(layout.dims)
+    absent = []
+    for label, span in layout.offsets().items():
+        values = weights.get(label)
+        if values is None:
+            if missing is None:
+                absent.append(label)
+                continue
+            values = [missing] * (span.stop - span.start)
+        if len(values) != span.stop - span.start:
+            raise RerankError(f"{source}: {label} has {span.stop - span.start} values in the n-best list "
+                              f"but {len(values)} weights")
+        vector[span] = values
+    if absent:
+        raise RerankError(f"{source}: no weight for the n-best features {', '.join(absent)}; "
+                          "add them to a weights file or give --missing-weight")
+    return vector
+
+
+def as_weights(vector: np.ndarray, layout: FeatureLayout) -> Weights:
+    """The inverse of :func:`weight_vector`."""
+    return {label: tuple(float(v) for v in vector[span]) for label, span in layout.offsets().items()}
