@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +13,7 @@ import numpy as np
 
 from features import register_feature
 from features.base import Pair
-from rerank.errors import RerankError
+from rerank.errors import FormatError, RerankError
 
 LN_10 = math.log(10.0)
 
@@ -39,14 +41,17 @@ class LanguageModel:
         self.config = config
         self.name = config.name
         self.dims = 2 if config.oov else 1
-        if not os.path.isfile(config.path):
+        if not os.path.exists(config.path):
             raise RerankError(f"{config.path}: language model not found (feature {config.name})")
+        options = kenlm.Config()
+        options.show_progress = False
         try:
-            self.model = kenlm.Model(config.path)
+            self.model = kenlm.Model(config.path, options)
         except (OSError, RuntimeError) as e:
-            message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise RerankError(f"{config.path}: cannot read the language model (feature {config.name}): "
-                              f"{message}") from None
+            reason, offset = _kenlm_reason(e)
+            lineno = _line_at(config.path, offset) if offset is not None else None
+            raise FormatError(config.path, lineno, f"an ARPA or KenLM binary language model (feature {config.name})",
+                              got=reason) from None
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         model = self.model
@@ -56,3 +61,24 @@ class LanguageModel:
             if self.config.oov:
                 values[i, 1] = sum(word not in model for word in hypothesis)
         return values
+
+
+def _kenlm_reason(error: Exception) -> tuple[str, int | None]:
+    """KenLM's message without its wrapper and C++ source location, and the byte offset it names."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    inner = re.fullmatch(r"Cannot read model '.*?' \((.*)\)", text)
+    reason = inner.group(1) if inner else text
+    reason = re.sub(r"^\S+:\d+ in .*? threw \w+( because `[^']*')?\.\s*", "", reason)
+    offset = re.search(r"\s*Byte: (\d+)$", reason)
+    if offset is None:
+        return reason, None
+    return reason[:offset.start()], int(offset.group(1))
+
+
+def _line_at(path: str, offset: int) -> int | None:
+    """The 1-based line of a text (or gzipped text) file that holds byte ``offset``."""
+    try:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+            return f.read(offset).count(b"\n") + 1
+    except (OSError, EOFError):
+        return None

@@ -21,6 +21,7 @@ COMMANDS = {
     "score-nbest": "rerank.commands.score_nbest",
     "apply": "rerank.commands.apply",
     "evaluate": "rerank.commands.evaluate",
+    "train": "rerank.commands.train",
 }
 
 EXIT_USER_ERROR = 2

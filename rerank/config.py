@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from rerank.errors import ConfigError
+from rerank.errors import ConfigError, FormatError
 
 T = TypeVar("T")
 
@@ -24,10 +24,17 @@ T = TypeVar("T")
 def load_yaml(path: str | os.PathLike) -> Any:
     """The parsed content of a YAML file (``yaml.safe_load``), with errors naming the file."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f)
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FormatError(str(path), data[:e.start].count(b"\n") + 1, "UTF-8 text",
+                          got=f"byte 0x{data[e.start]:02x}") from None
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)

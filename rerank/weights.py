@@ -57,9 +57,10 @@ def parse_weight_assignment(text: str) -> tuple[str, tuple[float, ...]]:
     """``'LM1=0.5'`` or ``'TM0=0.1,0.2'`` (from the command line) as a label and its values."""
     label, sep, values = text.partition("=")
     try:
-        if not sep or not label:
+        numbers = tuple(float(v) for v in values.replace(",", " ").split())
+        if not sep or not label.strip() or not numbers:
             raise ValueError
-        return label.strip(), tuple(float(v) for v in values.replace(",", " ").split())
+        return label.strip(), numbers
     except ValueError:
         raise RerankError(f"--weight {text!r}: expected Label=value or Label=v1,v2,...") from None
 

@@ -32,10 +32,11 @@ def display_name(path: str | os.PathLike) -> str:
     return "<stdin>" if str(path) == STDIO else str(path)
 
 
-def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+def read_lines(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[tuple[int, str]]:
     """Yield ``(line number, line)`` pairs, 1-based, without the final ``\\n``.
 
-    Lines are decoded one by one, so an invalid byte is reported at its own line.
+    Lines are decoded one by one, so an invalid byte is reported at its own line. ``encoding``
+    is UTF-8 unless a file is known to be otherwise (old German Europarl tables are Latin-1).
     """
     name = display_name(path)
     lineno = 0
@@ -48,10 +49,10 @@ def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
                     raise FormatError(name, lineno, "Unix line ends (\\n); convert the file with dos2unix",
                                       got="a line ending in \\r\\n")
                 try:
-                    line = raw.decode("utf-8")
+                    line = raw.decode(encoding)
                 except UnicodeDecodeError as e:
                     bad = raw[max(0, e.start - 20): e.end + 20]
-                    raise FormatError(name, lineno, "UTF-8 text",
+                    raise FormatError(name, lineno, f"{encoding.upper()} text",
                                       got=f"byte 0x{raw[e.start]:02x} at column {e.start + 1} in {bad!r}") from None
                 yield lineno, line
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -78,13 +79,18 @@ def _open_binary(path: str | os.PathLike) -> Iterator[io.BufferedIOBase]:
             yield raw
 
 
-def read_text(path: str | os.PathLike) -> list[str]:
+def read_text(path: str | os.PathLike, encoding: str = "utf-8") -> list[str]:
     """All lines of a (small) text file, such as a source or reference file."""
-    return [line for _, line in read_lines(path)]
+    return [line for _, line in read_lines(path, encoding)]
+
+
+def count_lines(path: str | os.PathLike) -> int:
+    """The number of lines of a text file, read as a stream (and checked like any other input)."""
+    return sum(1 for _ in read_lines(path))
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike) -> Iterator[TextIO]:
+def atomic_output(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[TextIO]:
     """A text stream that becomes ``path`` only when the block finishes without an exception.
 
     The data go to a temporary file in the same directory, which is renamed over ``path`` at the
@@ -105,7 +111,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[TextIO]:
             binary: io.BufferedIOBase = raw
             if is_gzip(target):
                 binary = gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
-            with io.TextIOWrapper(binary, encoding="utf-8", newline="\n", write_through=False) as text:
+            with io.TextIOWrapper(binary, encoding=encoding, newline="\n", write_through=False) as text:
                 yield text
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)

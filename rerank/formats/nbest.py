@@ -88,12 +88,10 @@ class NBestEntry:
 
     def with_features(self, additions: Sequence[tuple[str, Sequence[float]]], layout: FeatureLayout) -> NBestEntry:
         """A copy with ``Label= v ...`` appended to the features field; every other byte is kept."""
-        text = format_features(additions)
         raw = self.fields[2]
         body = raw.rstrip(" ")
         padding = raw[len(body):] or " "
-        joiner = " " if body.strip() else ""
-        fields = (*self.fields[:2], f"{body}{joiner}{text}{padding}", *self.fields[3:])
+        fields = (*self.fields[:2], f"{body} {format_features(additions)}{padding}", *self.fields[3:])
         dense = self.dense + tuple(float(v) for _, values in additions for v in values)
         return NBestEntry(self.sentence_id, fields, dense, layout, self.sparse, self.total, self.lineno)
 
@@ -107,8 +105,8 @@ class NBestEntry:
 
 
 def format_value(value: float) -> str:
-    """A score as Moses prints it: 6 significant digits, integers without a point."""
-    return f"{value:.6g}"
+    """A score as Moses prints it: 6 significant digits, integers without a point, never ``-0``."""
+    return f"{value + 0.0:.6g}"
 
 
 def format_features(features: Iterable[tuple[str, Sequence[float]]]) -> str:
@@ -134,7 +132,7 @@ def read_nbest(path: str | os.PathLike) -> Iterator[NBestEntry]:
             raise FormatError(name, lineno, f"{MIN_FIELDS} to {MAX_FIELDS} fields separated by '{SEPARATOR}' "
                               f"(id ||| hypothesis ||| features ||| total), found {len(fields)}", got=line)
         id_text = fields[0].strip()
-        if not id_text.isdigit():
+        if not (id_text.isascii() and id_text.isdigit()):
             raise FormatError(name, lineno, "a sentence id (a non-negative integer) in field 1", got=fields[0])
         sentence_id = int(id_text)
         if sentence_id < previous_id:

@@ -49,11 +49,14 @@ class PhraseEntry:
         return PhraseEntry(fields, self.scores + (value,), self.lineno)
 
 
-def read_phrase_table(path: str | os.PathLike) -> Iterator[PhraseEntry]:
-    """Stream the entries of a phrase table, checking that every line has as many scores as the first."""
+def read_phrase_table(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[PhraseEntry]:
+    """Stream the entries of a phrase table, checking that every line has as many scores as the first.
+
+    Write a table read with another ``encoding`` back with the same one.
+    """
     name = display_name(path)
     num_scores: int | None = None
-    for lineno, line in read_lines(path):
+    for lineno, line in read_lines(path, encoding):
         fields = tuple(line.split(SEPARATOR))
         if not MIN_FIELDS <= len(fields) <= MAX_FIELDS:
             raise FormatError(name, lineno, f"{MIN_FIELDS} to {MAX_FIELDS} fields separated by '{SEPARATOR}' "
@@ -73,10 +76,10 @@ def read_phrase_table(path: str | os.PathLike) -> Iterator[PhraseEntry]:
         yield PhraseEntry(fields, scores, lineno)
 
 
-def write_phrase_table(entries: Iterable[PhraseEntry], path: str | os.PathLike) -> int:
+def write_phrase_table(entries: Iterable[PhraseEntry], path: str | os.PathLike, encoding: str = "utf-8") -> int:
     """Write entries atomically; returns the number of lines written."""
     count = 0
-    with atomic_output(path) as out:
+    with atomic_output(path, encoding) as out:
         for entry in entries:
             out.write(entry.line())
             out.write("\n")

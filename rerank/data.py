@@ -1,0 +1,116 @@
+"""Training data: parallel text or the phrase pairs of a phrase table, as length-bucketed batches of ids."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rerank.errors import FormatError
+from rerank.formats.files import display_name, read_lines
+from rerank.formats.phrase_table import read_phrase_table
+from rerank.vocab import EOS_ID, PAD_ID, Vocabulary
+
+logger = logging.getLogger(__name__)
+
+Sentence = list[str]
+
+
+@dataclass
+class ParallelCorpus:
+    """Tokenised sentence pairs."""
+
+    sources: list[Sentence]
+    targets: list[Sentence]
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def filter_length(self, max_length: int) -> ParallelCorpus:
+        """The pairs whose source and target have at most ``max_length`` words."""
+        keep = [i for i, (s, t) in enumerate(zip(self.sources, self.targets, strict=True))
+                if len(s) <= max_length and len(t) <= max_length]
+        return ParallelCorpus([self.sources[i] for i in keep], [self.targets[i] for i in keep])
+
+
+def read_parallel(source_path: str | os.PathLike, target_path: str | os.PathLike) -> ParallelCorpus:
+    """Two line-aligned text files; their line counts must agree."""
+    sources = [line.split() for _, line in read_lines(source_path)]
+    targets = [line.split() for _, line in read_lines(target_path)]
+    if len(sources) != len(targets):
+        shorter, longer = (source_path, target_path) if len(sources) < len(targets) else (target_path, source_path)
+        raise FormatError(display_name(shorter), min(len(sources), len(targets)) + 1,
+                          f"as many lines as {display_name(longer)} ({max(len(sources), len(targets))})",
+                          got="end of file")
+    return ParallelCorpus(sources, targets)
+
+
+def read_phrase_pairs(path: str | os.PathLike) -> ParallelCorpus:
+    """Each distinct (source, target) phrase pair of a Moses phrase table once, ignoring its
+    frequency (Cho et al. 2014, Sec. 4.1), in table order."""
+    seen: set[tuple[str, str]] = set()
+    sources, targets = [], []
+    for entry in read_phrase_table(path):
+        pair = (entry.source, entry.target)
+        if pair not in seen:
+            seen.add(pair)
+            sources.append(pair[0].split())
+            targets.append(pair[1].split())
+    return ParallelCorpus(sources, targets)
+
+
+def to_ids(sentences: Sequence[Sentence], vocab: Vocabulary) -> list[list[int]]:
+    """Ids of each sentence followed by ``</s>``."""
+    return [vocab.encode(s) + [EOS_ID] for s in sentences]
+
+
+def pad(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor]:
+    """A (B, L) tensor of ids padded with ``<pad>``, and the lengths (B,)."""
+    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
+    batch = torch.full((len(sequences), int(lengths.max())), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(sequences):
+        batch[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
+    return batch, lengths
+
+
+@dataclass
+class Batch:
+    src: Tensor  # (B, S)
+    src_len: Tensor  # (B,)
+    trg: Tensor  # (B, T) words then </s>, padded
+    trg_len: Tensor  # (B,)
+
+    @property
+    def target_tokens(self) -> int:
+        return int(self.trg_len.sum())
+
+
+def make_batch(src_ids: Sequence[Sequence[int]], trg_ids: Sequence[Sequence[int]]) -> Batch:
+    src, src_len = pad(src_ids)
+    trg, trg_len = pad(trg_ids)
+    return Batch(src, src_len, trg, trg_len)
+
+
+def bucketed_order(lengths: np.ndarray, batch_size: int, window: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Batches of indices for one epoch: shuffle, sort by length inside windows of ``window`` batches,
+    cut into batches, shuffle the batches. Similar lengths share a batch, so little is padding."""
+    order = rng.permutation(len(lengths))
+    chunk = batch_size * window
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = order[start: start + chunk]
+        part = part[np.argsort(lengths[part], kind="stable")]
+        batches += [part[i: i + batch_size] for i in range(0, len(part), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
+    """Indices in batches of similar length (longest first), for evaluation."""
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    for start in range(0, len(order), batch_size):
+        yield order[start: start + batch_size]

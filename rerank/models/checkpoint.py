@@ -1,0 +1,115 @@
+"""A trained model on disk: a directory with the resolved config, both vocabularies and the weights.
+
+::
+
+    model_dir/
+      config.yaml       the resolved training config (model, data, training)
+      vocab.src.txt     source vocabulary, one token per line
+      vocab.trg.txt     target vocabulary
+      model.pt          the best weights (a state dict)
+      checkpoint.pt     the latest training state, to resume: weights, optimiser, progress, RNG
+
+Every ``.pt`` file is read with ``torch.load(weights_only=True)``, which refuses anything but
+tensors and plain containers, and the weights must match the config's architecture exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rerank.config import from_dict, load_yaml
+from rerank.errors import RerankError
+from rerank.models import ModelConfig, Seq2Seq, build_model
+from rerank.vocab import Vocabulary
+
+CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = (
+    "config.yaml", "vocab.src.txt", "vocab.trg.txt", "model.pt", "checkpoint.pt")
+
+
+@dataclass
+class LoadedModel:
+    model: Seq2Seq
+    src_vocab: Vocabulary
+    trg_vocab: Vocabulary
+    config: ModelConfig
+    directory: Path
+
+    @property
+    def architecture(self) -> str:
+        return self.config.architecture
+
+
+def save_state(state: dict[str, Any], path: str | os.PathLike) -> None:
+    """``torch.save`` to a temporary file renamed over ``path``: a kill never leaves half a checkpoint."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def load_state(path: str | os.PathLike, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """A ``.pt`` file read safely: only tensors and plain containers are accepted."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise RerankError(f"{path}: no such file") from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RerankError(f"{path}: refused: not a plain weights file ({first})") from None
+    if not isinstance(state, dict):
+        raise RerankError(f"{path}: refused: expected a dictionary of tensors, got {type(state).__name__}")
+    return state
+
+
+def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike) -> None:
+    """Copy ``weights`` into ``model``; every name and shape must match."""
+    if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
+        raise RerankError(f"{path}: refused: the weights are not a dictionary of tensors")
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(weights))
+    unexpected = sorted(set(weights) - set(expected))
+    wrong = sorted(k for k in set(expected) & set(weights) if expected[k].shape != weights[k].shape)
+    if missing or unexpected or wrong:
+        details = "; ".join(f"{what}: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+                            for what, names in (("missing", missing), ("unexpected", unexpected),
+                                                ("wrong shape", wrong)) if names)
+        raise RerankError(f"{path}: the weights do not fit the model in {CONFIG} ({details})")
+    model.load_state_dict(weights)
+
+
+def read_model_config(directory: str | os.PathLike) -> ModelConfig:
+    path = Path(directory) / CONFIG
+    if not path.is_file():
+        raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "model" not in data:
+        raise RerankError(f"{path}: expected a 'model:' section")
+    return from_dict(ModelConfig, data["model"], str(path), prefix="model")
+
+
+def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu",
+               weights_file: str = WEIGHTS) -> LoadedModel:
+    """The model in ``directory`` (see the module docstring), in evaluation mode."""
+    directory = Path(directory)
+    config = read_model_config(directory)
+    src_vocab = Vocabulary.load(directory / SRC_VOCAB)
+    trg_vocab = Vocabulary.load(directory / TRG_VOCAB)
+    model = build_model(config, len(src_vocab), len(trg_vocab))
+    path = directory / weights_file
+    load_model_weights(model, load_state(path, device).get("model"), path)
+    model.to(device).eval()
+    return LoadedModel(model, src_vocab, trg_vocab, config, directory)

@@ -1,0 +1,75 @@
+"""Model configuration: the two architectures and their attention options, with the papers' sizes as defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+AttentionScore = Literal["additive", "dot", "general", "location"]
+AttentionWindow = Literal["global", "local-m", "local-p"]
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """How the decoder attends to the source annotations.
+
+    ``score``: ``additive`` is Bahdanau et al.'s v_aᵀ tanh(W_a s + U_a h_j) (Luong's "concat");
+    ``dot``, ``general`` and ``location`` are Luong et al. 2015, Eq. 8 and 9.
+    ``window``: ``global`` attends to every source word; ``local-m`` and ``local-p`` to
+    [p_t − D, p_t + D] (Luong et al. 2015, Sec. 3.2) with D = ``width``, local-p weighting the
+    window by a Gaussian of σ = D/2 around its predicted p_t.
+    """
+
+    score: AttentionScore = "additive"
+    window: AttentionWindow = "global"
+    width: int = 10
+    hidden_size: int = 1000  # of the additive score's tanh layer, and of local-p's position predictor
+    max_source_length: int = 100  # the location score has one output per source position
+
+    def __post_init__(self) -> None:
+        if self.width < 1:
+            raise ValueError(f"attention.width must be at least 1, got {self.width}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """An RNN encoder-decoder (``encdec``, Cho et al. 2014) or RNNsearch (``rnnsearch``, Bahdanau et al. 2014).
+
+    ``decoder`` chooses where attention sits in RNNsearch: ``bahdanau`` attends with the previous
+    state s_{i-1} and feeds the context into the GRU and the deep output; ``luong`` runs the GRU
+    first, attends with its new state h_t and predicts from h̃_t = tanh(W_c [c_t; h_t]), optionally
+    feeding h̃_{t-1} back into the next step (``input_feeding``).
+    """
+
+    architecture: Literal["encdec", "rnnsearch"] = "rnnsearch"
+    embedding_size: int = 620
+    embedding_rank: int | None = None  # low-rank embeddings, V x rank then rank x embedding_size (Cho: 100)
+    hidden_size: int = 1000  # decoder GRU, and encoder GRU (per direction) unless encoder_hidden_size is set
+    encoder_hidden_size: int | None = None
+    maxout_size: int = 500  # maxout units of the deep output layer, after pooling
+    maxout_pool: int = 2
+    decoder: Literal["bahdanau", "luong"] = "bahdanau"
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+    input_feeding: bool = False
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.input_feeding and (self.architecture != "rnnsearch" or self.decoder != "luong"):
+            raise ValueError("input_feeding needs architecture: rnnsearch with decoder: luong")
+        if self.embedding_rank is not None and self.embedding_rank < 1:
+            raise ValueError(f"embedding_rank must be positive, got {self.embedding_rank}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.architecture == "rnnsearch" and self.attention.score == "dot" \
+                and self.annotation_size != self.hidden_size:
+            raise ValueError(f"the dot score compares decoder states ({self.hidden_size}) with annotations "
+                             f"(2 x {self.encoder_size}): set encoder_hidden_size: {self.hidden_size // 2}")
+
+    @property
+    def encoder_size(self) -> int:
+        return self.encoder_hidden_size or self.hidden_size
+
+    @property
+    def annotation_size(self) -> int:
+        """Size of what the decoder attends to: h_j = [→h_j; ←h_j] for RNNsearch, c for the encoder-decoder."""
+        return 2 * self.encoder_size if self.architecture == "rnnsearch" else self.hidden_size

@@ -1,0 +1,89 @@
+"""The interface both architectures offer to training, scoring and beam search.
+
+::
+
+    state = model.encode(src, src_len)                 # once per source sentence
+    state = state.index_select(order)                  # repeat for n-best hypotheses or beams
+    logits, attention = model.teacher_forced(state, trg_in)   # (B, T, V), (B, T, S): training, scoring
+    log_probs, state = model.step(prev, state)         # (B, V): one step of search
+
+Scores are natural-log probabilities, ``</s>`` included. Shapes: B batch, S source length,
+T target length, H hidden, C annotation size, V target vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from rerank.models.config import ModelConfig
+from rerank.vocab import BOS_ID, PAD_ID
+
+
+@dataclass
+class DecoderState:
+    """Everything the decoder needs after step ``step``: its hidden state and the encoded source."""
+
+    hidden: Tensor  # (B, H)
+    keys: Tensor  # (B, S, C) annotations; for the encoder-decoder, its summary c as (B, 1, C)
+    proj_keys: Tensor  # (B, S, *) the source side of the attention score
+    pad_mask: Tensor  # (B, S) True at padding
+    src_len: Tensor  # (B,)
+    feed: Tensor | None = None  # (B, H) h̃_{t-1}, fed back with Luong's input feeding
+    attention: Tensor | None = None  # (B, S) weights of the last step
+    step: int = 0
+
+    def index_select(self, order: Tensor) -> DecoderState:
+        """The states of rows ``order`` (B',) in that order: to repeat sources, or to reorder beams."""
+        return dataclasses.replace(self, **{
+            f.name: value.index_select(0, order)
+            for f in dataclasses.fields(self)
+            if isinstance(value := getattr(self, f.name), Tensor)
+        })
+
+
+class Seq2Seq(nn.Module):
+    """Base class: :meth:`score` and :meth:`forward` on top of a model's encode/teacher_forced/step."""
+
+    def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
+        super().__init__()
+        self.config = config
+        self.src_vocab_size = src_vocab_size
+        self.trg_vocab_size = trg_vocab_size
+
+    def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
+        """The initial decoder state for sources (B, S) of lengths (B,)."""
+        raise NotImplementedError
+
+    def teacher_forced(self, state: DecoderState, trg_in: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Logits (B, T, V) for every position of ``trg_in`` (B, T) (``<s>`` then the target), and attention."""
+        raise NotImplementedError
+
+    def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        """Log-probabilities (B, V) of the next word after ``prev`` (B,), and the new state."""
+        raise NotImplementedError
+
+    def forward(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
+        """Logits (B, T, V) predicting ``trg`` (B, T) (words then ``</s>``, padded) from the sources."""
+        logits, _ = self.teacher_forced(self.encode(src, src_len), shift_right(trg))
+        return logits
+
+    def score(self, state: DecoderState, trg: Tensor) -> Tensor:
+        """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""
+        logits, _ = self.teacher_forced(state, shift_right(trg))
+        return token_log_probs(logits, trg).sum(-1)
+
+
+def shift_right(trg: Tensor) -> Tensor:
+    """Decoder inputs: ``<s>`` followed by the target without its last position."""
+    bos = torch.full_like(trg[:, :1], BOS_ID)
+    return torch.cat([bos, trg[:, :-1]], dim=1)
+
+
+def token_log_probs(logits: Tensor, trg: Tensor) -> Tensor:
+    """ln p of each target token (B, T), 0 at padding; avoids materialising a (B, T, V) log-softmax."""
+    gold = logits.gather(-1, trg[..., None]).squeeze(-1)
+    return (gold - torch.logsumexp(logits, dim=-1)).masked_fill(trg == PAD_ID, 0.0)

@@ -1,0 +1,288 @@
+"""Training both architectures: maximum likelihood, length-bucketed batches, clipping, validation
+perplexity, early stopping, and checkpoints that resume exactly where a run stopped."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from rerank.config import from_dict, load_yaml, save_config, to_dict
+from rerank.data import bucketed_order, length_sorted_batches, make_batch, read_parallel, read_phrase_pairs, to_ids
+from rerank.errors import ConfigError, RerankError
+from rerank.models import ModelConfig, Seq2Seq, build_model
+from rerank.models.checkpoint import CHECKPOINT, CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, load_model_weights, \
+    load_state, save_state
+from rerank.models.seq2seq import token_log_probs
+from rerank.vocab import Vocabulary
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TextPair:
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Training data: a parallel corpus (``train``) or the phrase pairs of a Moses table (``phrase_table``)."""
+
+    valid: TextPair
+    train: TextPair | None = None
+    phrase_table: str | None = None
+    src_vocab_size: int = 15000  # frequency shortlists (Cho et al.; Bahdanau et al. use 30,000)
+    trg_vocab_size: int = 15000
+    max_length: int = 50  # longer training pairs are skipped (RNNsearch-50); scoring takes any length
+
+    def __post_init__(self) -> None:
+        if (self.train is None) == (self.phrase_table is None):
+            raise ValueError("give exactly one of 'train' (source and target files) or 'phrase_table'")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    optimizer: Literal["adadelta", "adam"] = "adadelta"
+    learning_rate: float = 1.0  # Adadelta's scale (1.0, as the papers); for Adam, 1e-3 say
+    adadelta_rho: float = 0.95
+    adadelta_eps: float = 1e-6
+    batch_size: int = 80  # sentence pairs per update
+    bucket_window: int = 20  # sort by length within this many batches
+    clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
+    max_epochs: int = 10
+    max_updates: int | None = None
+    max_minutes: float | None = None  # wall-clock budget
+    valid_every: int = 1000  # updates between validations (and checkpoints)
+    log_every: int = 100
+    patience: int = 10  # validations without improvement before stopping
+    lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
+    seed: int = 1234
+    threads: int | None = None  # torch CPU threads; default: all cores
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "bucket_window", "max_epochs", "valid_every", "log_every", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training.{name} must be at least 1")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: ModelConfig
+    data: DataConfig
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    output_dir: str = "runs/model"
+
+
+def load_train_config(path: str | os.PathLike) -> TrainConfig:
+    data = load_yaml(path)
+    return from_dict(TrainConfig, data if data is not None else {}, str(path))
+
+
+@dataclass
+class Progress:
+    """Where a run stands; saved in every checkpoint."""
+
+    epoch: int = 0
+    batch: int = 0  # next batch of this epoch
+    updates: int = 0
+    best_ppl: float = math.inf
+    bad_validations: int = 0
+    learning_rate: float = 0.0
+    seconds: float = 0.0
+    history: list[dict[str, float]] = field(default_factory=list)
+    finished: str = ""
+
+
+class Trainer:
+    """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there."""
+
+    def __init__(self, config: TrainConfig):
+        self.config = config
+        self.out = Path(config.output_dir)
+        torch.set_num_threads(config.training.threads or os.cpu_count() or 1)
+        self._prepare_output()
+        self._load_data()
+        torch.manual_seed(config.training.seed)
+        self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab))
+        self.optimizer = self._make_optimizer()
+        self.progress = Progress(learning_rate=config.training.learning_rate)
+        if (self.out / CHECKPOINT).exists():
+            self._resume()
+
+    def _prepare_output(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        config_path = self.out / CONFIG
+        current = to_dict(self.config)
+        if config_path.exists():
+            saved = load_yaml(config_path) or {}
+            for section in ("model", "data"):
+                if saved.get(section) != current[section]:
+                    raise RerankError(f"{self.out} holds a run with another '{section}' config ({config_path}); "
+                                      "choose a new output_dir or delete it")
+            if saved != current:
+                logger.info("%s: training settings changed since the last run; using the new ones", self.out)
+        save_config(self.config, config_path)
+
+    def _load_data(self) -> None:
+        data = self.config.data
+        corpus = read_phrase_pairs(data.phrase_table) if data.phrase_table else \
+            read_parallel(data.train.source, data.train.target)
+        kept = corpus.filter_length(data.max_length)
+        logger.info("training pairs: %d (%d longer than %d words skipped)", len(kept), len(corpus) - len(kept),
+                    data.max_length)
+        if not len(kept):
+            raise ConfigError("no training pairs left after the length filter")
+        if (self.out / SRC_VOCAB).exists():
+            self.src_vocab = Vocabulary.load(self.out / SRC_VOCAB)
+            self.trg_vocab = Vocabulary.load(self.out / TRG_VOCAB)
+        else:
+            self.src_vocab = Vocabulary.build(kept.sources, data.src_vocab_size)
+            self.trg_vocab = Vocabulary.build(kept.targets, data.trg_vocab_size)
+            self.src_vocab.save(self.out / SRC_VOCAB)
+            self.trg_vocab.save(self.out / TRG_VOCAB)
+        logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
+                    len(self.trg_vocab))
+        self.train_src = to_ids(kept.sources, self.src_vocab)
+        self.train_trg = to_ids(kept.targets, self.trg_vocab)
+        self.train_lengths = np.array([len(s) + len(t) / 1000 for s, t in zip(self.train_src, self.train_trg,
+                                                                                  strict=True)])
+        valid = read_parallel(data.valid.source, data.valid.target)
+        self.valid_src = to_ids(valid.sources, self.src_vocab)
+        self.valid_trg = to_ids(valid.targets, self.trg_vocab)
+
+    def _make_optimizer(self) -> torch.optim.Optimizer:
+        t = self.config.training
+        if t.optimizer == "adadelta":
+            return torch.optim.Adadelta(self.model.parameters(), lr=t.learning_rate, rho=t.adadelta_rho,
+                                        eps=t.adadelta_eps)
+        return torch.optim.Adam(self.model.parameters(), lr=t.learning_rate)
+
+    def _resume(self) -> None:
+        path = self.out / CHECKPOINT
+        state = load_state(path)
+        load_model_weights(self.model, state.get("model"), path)
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.progress = Progress(**{**state["progress"], "finished": ""})
+            torch.set_rng_state(state["rng"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
+        logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
+                    self.progress.epoch + 1, self.progress.batch)
+
+    def _save_checkpoint(self) -> None:
+        save_state({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "progress": vars(self.progress), "rng": torch.get_rng_state()}, self.out / CHECKPOINT)
+
+    def train(self) -> Progress:
+        """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress."""
+        t = self.config.training
+        p = self.progress
+        if p.bad_validations >= t.patience:
+            logger.info("%s: training had already stopped early", self.out)
+            return p
+        started = time.monotonic() - p.seconds
+        window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
+        total_updates = self._planned_updates()
+        self.model.train()
+        while p.epoch < t.max_epochs and not p.finished:
+            batches = bucketed_order(self.train_lengths, t.batch_size, t.bucket_window,
+                                     np.random.default_rng([t.seed, p.epoch]))
+            while p.batch < len(batches) and not p.finished:
+                indices = batches[p.batch]
+                loss_sum, tokens = self._update(indices)
+                p.batch += 1
+                p.updates += 1
+                window_tokens += tokens
+                window_loss += loss_sum
+                window_updates += 1
+                p.seconds = time.monotonic() - started
+                if p.updates % t.log_every == 0:
+                    elapsed = time.monotonic() - window_start
+                    rate = window_updates / elapsed
+                    eta = (total_updates - p.updates) / rate if total_updates else float("nan")
+                    logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
+                                "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
+                                window_tokens / elapsed, p.learning_rate, _duration(eta))
+                    window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
+                if t.max_updates is not None and p.updates >= t.max_updates:
+                    p.finished = f"reached max_updates {t.max_updates}"
+                elif t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
+                    p.finished = f"reached max_minutes {t.max_minutes}"
+                if p.updates % t.valid_every == 0 or p.finished:
+                    self._validate()
+            if p.batch >= len(batches):
+                p.epoch += 1
+                p.batch = 0
+        if not p.finished:
+            p.finished = f"reached max_epochs {t.max_epochs}"
+            self._validate()
+        logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f", self.out, p.finished,
+                    p.updates, _duration(p.seconds), p.best_ppl)
+        return p
+
+    def _planned_updates(self) -> int:
+        t = self.config.training
+        per_epoch = math.ceil(len(self.train_src) / t.batch_size)
+        return min(t.max_updates or math.inf, per_epoch * t.max_epochs)
+
+    def _update(self, indices: np.ndarray) -> tuple[float, int]:
+        """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
+        batch = make_batch([self.train_src[i] for i in indices], [self.train_trg[i] for i in indices])
+        logits = self.model(batch.src, batch.src_len, batch.trg)
+        nll = -token_log_probs(logits, batch.trg).sum()
+        self.optimizer.zero_grad(set_to_none=True)
+        (nll / len(indices)).backward()  # mean sentence log-likelihood (Cho et al. 2014, Eq. 4)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
+        self.optimizer.step()
+        return nll.item(), batch.target_tokens
+
+    def _validate(self) -> None:
+        p, t = self.progress, self.config.training
+        ppl = validation_perplexity(self.model, self.valid_src, self.valid_trg)
+        self.model.train()
+        improved = ppl < p.best_ppl
+        p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
+        if improved:
+            p.best_ppl, p.bad_validations = ppl, 0
+            save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
+        else:
+            p.bad_validations += 1
+            if t.lr_decay != 1.0:
+                p.learning_rate *= t.lr_decay
+                for group in self.optimizer.param_groups:
+                    group["lr"] = p.learning_rate
+            if p.bad_validations >= t.patience and not p.finished:
+                p.finished = f"stopped early: no improvement in {t.patience} validations"
+        logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
+                    " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
+        self._save_checkpoint()
+
+
+def validation_perplexity(model: Seq2Seq, src_ids: list[list[int]], trg_ids: list[list[int]],
+                          batch_size: int = 64) -> float:
+    """exp(−mean ln p per target token, ``</s>`` included) under forced decoding."""
+    model.eval()
+    nll, tokens = 0.0, 0
+    with torch.inference_mode():
+        for indices in length_sorted_batches([len(s) for s in src_ids], batch_size):
+            batch = make_batch([src_ids[i] for i in indices], [trg_ids[i] for i in indices])
+            nll -= float(model.score(model.encode(batch.src, batch.src_len), batch.trg).sum())
+            tokens += batch.target_tokens
+    return math.exp(nll / tokens)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
