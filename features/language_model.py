@@ -79,6 +79,6 @@ def _line_at(path: str, offset: int) -> int | None:
     """The 1-based line of a text (or gzipped text) file that holds byte ``offset``."""
     try:
         with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
-            return f.read(offset).count(b"\n") + 1
+            return f.read(max(offset - 1, 0)).count(b"\n") + 1
     except (OSError, EOFError):
         return None

@@ -84,9 +84,9 @@ def read_text(path: str | os.PathLike, encoding: str = "utf-8") -> list[str]:
     return [line for _, line in read_lines(path, encoding)]
 
 
-def count_lines(path: str | os.PathLike) -> int:
+def count_lines(path: str | os.PathLike, encoding: str = "utf-8") -> int:
     """The number of lines of a text file, read as a stream (and checked like any other input)."""
-    return sum(1 for _ in read_lines(path))
+    return sum(1 for _ in read_lines(path, encoding))
 
 
 @contextlib.contextmanager
@@ -101,18 +101,35 @@ def atomic_output(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[
         yield sys.stdout
         sys.stdout.flush()
         return
+    with atomic_binary_output(path) as binary:
+        with io.TextIOWrapper(binary, encoding=encoding, newline="\n", write_through=False) as text:
+            yield text
+
+
+@contextlib.contextmanager
+def atomic_binary_output(path: str | os.PathLike) -> Iterator[io.BufferedIOBase]:
+    """A binary stream that becomes ``path`` at the end of the block, as :func:`atomic_output` does."""
+    if str(path) == STDIO:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
     target = Path(path)
     directory = target.parent
     if not directory.is_dir():
         raise RerankError(f"{path}: cannot write: directory {str(directory)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    if target.is_dir():
+        raise RerankError(f"{path}: cannot write: it is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise RerankError(f"{path}: cannot write: {e.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as raw:
-            binary: io.BufferedIOBase = raw
             if is_gzip(target):
-                binary = gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
-            with io.TextIOWrapper(binary, encoding=encoding, newline="\n", write_through=False) as text:
-                yield text
+                with gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as binary:
+                    yield binary
+            else:
+                yield raw
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:

@@ -143,8 +143,8 @@ def read_nbest(path: str | os.PathLike) -> Iterator[NBestEntry]:
         if layout is None:
             layout = FeatureLayout(labels, sizes)
         elif labels != layout.labels or sizes != layout.sizes:
-            raise FormatError(name, lineno, "the same dense features as on the first line: " + layout.describe(),
-                              got=FeatureLayout(labels, sizes).describe())
+            expected, got = _first_difference(layout, FeatureLayout(labels, sizes))
+            raise FormatError(name, lineno, f"{expected}, as on the first line", got=got)
         try:
             total = float(fields[3])
         except ValueError:
@@ -187,6 +187,20 @@ def _parse_features(text: str, name: str, lineno: int
         if size == 0:
             raise FormatError(name, lineno, f"at least one value after '{label}='", got=text)
     return tuple(labels), tuple(sizes), tuple(dense), sparse
+
+
+def _first_difference(first: FeatureLayout, line: FeatureLayout) -> tuple[str, str]:
+    """What differs between the dense features of the first line and of another: (expected, got)."""
+    for i, (label, size) in enumerate(zip(first.labels, first.sizes, strict=True)):
+        if i == len(line.labels):
+            return f"the dense feature '{label}=' after '{line.labels[-1]}='" if line.labels else \
+                f"the dense feature '{label}=' first", "no more dense features"
+        if line.labels[i] != label:
+            return f"the dense feature '{label}=' in position {i + 1}", f"{line.labels[i]}="
+        if line.sizes[i] != size:
+            return f"{size} values after '{label}='", f"{line.sizes[i]} values"
+    return f"no dense feature after '{first.labels[-1]}='" if first.labels else "no dense features", \
+        f"{line.labels[len(first.labels)]}="
 
 
 def group_by_sentence(entries: Iterable[NBestEntry]) -> Iterator[tuple[int, list[NBestEntry]]]:

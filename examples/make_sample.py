@@ -1,0 +1,139 @@
+"""Cut the small sample in ``examples/data/`` from the Multi30k Moses system in ``shared/data``.
+
+For the first ``--sentences`` sentences of ``val`` and ``test_2016_flickr`` it copies Moses' 100-best
+lists, 1-best output, the English source and the French reference; it copies the tuned
+``moses.ini``; it writes the most frequent words of the French training text (the shortlist of the
+UNK penalty); and it writes a vocabulary-filtered copy of the 4-gram language model.
+
+The filtered model keeps only the n-grams whose words all occur in the sample's hypotheses (plus
+``<s>``, ``</s>`` and ``<unk>``), with the ``\\data\\`` counts fixed. Every n-gram and context that
+KenLM looks up for a sentence made of those words is kept with its probability and back-off, so
+such a sentence gets exactly the full model's score; the script checks that on every hypothesis.
+
+Run from the repository root::
+
+    python examples/make_sample.py                 # shared/data beside the repository
+    python examples/make_sample.py --data DIR --sentences 60 --shortlist 15000
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import itertools
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SPLITS = {"val": "val", "test": "test_2016_flickr"}
+SPECIAL = ("<s>", "</s>", "<unk>")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="the real data")
+    parser.add_argument("--out", type=Path, default=REPO / "examples" / "data", help="where the sample goes")
+    parser.add_argument("--sentences", type=int, default=60, help="sentences per split (default 60)")
+    parser.add_argument("--shortlist", type=int, default=15000, help="words in the UNK shortlist (default 15000)")
+    args = parser.parse_args(argv)
+    moses, tok = args.data / "moses-multi30k", args.data / "multi30k" / "tok"
+    args.out.mkdir(parents=True, exist_ok=True)
+    vocabulary = set(SPECIAL)
+    for short, split in SPLITS.items():
+        lines = cut_nbest(moses / "nbest" / f"{split}.100best.gz", args.sentences)
+        write_gzip(args.out / f"{short}.100best.gz", lines)
+        vocabulary.update(word for line in lines for word in line.split(b"|||")[1].decode().split())
+        copy_head(tok / f"{split}.lc.norm.tok.en", args.out / f"{short}.en", args.sentences)
+        copy_head(tok / f"{split}.lc.norm.tok.fr", args.out / f"{short}.fr", args.sentences)
+        copy_head(moses / "nbest" / f"{split}.1best", args.out / f"{short}.1best", args.sentences)
+    (args.out / "moses.ini").write_bytes((moses / "model" / "moses.ini").read_bytes())
+    write_shortlist(tok / "train.lc.norm.tok.fr", args.out / "shortlist.fr.gz", args.shortlist)
+    lm = args.out / "lm.fr.4.sample.arpa.gz"
+    counts = filter_arpa(moses / "lm" / "train.fr.4.arpa", lm, vocabulary)
+    print(f"{lm}: {len(vocabulary)} words, n-grams kept per order: {counts}")
+    checked = check_same_scores(moses / "lm" / "train.fr.4.arpa", lm, [args.out / f"{s}.100best.gz" for s in SPLITS])
+    print(f"{lm}: same score as the full model on all {checked} sample hypotheses")
+    total = sum(p.stat().st_size for p in args.out.iterdir())
+    print(f"{args.out}: {total / 1e6:.2f} MB")
+    return 0
+
+
+def cut_nbest(path: Path, sentences: int) -> list[bytes]:
+    """The lines of the n-best list whose sentence id is below ``sentences``."""
+    with gzip.open(path, "rb") as f:
+        return list(itertools.takewhile(lambda line: int(line.split(b"|||")[0]) < sentences, f))
+
+
+def write_gzip(path: Path, lines: Iterable[bytes]) -> None:
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as out:
+        out.writelines(lines)
+
+
+def copy_head(path: Path, out: Path, lines: int) -> None:
+    with open(path, "rb") as f:
+        out.write_bytes(b"".join(itertools.islice(f, lines)))
+
+
+def write_shortlist(corpus: Path, out: Path, size: int) -> None:
+    """The ``size`` most frequent words of ``corpus``, one ``word count`` per line, most frequent first."""
+    counts: collections.Counter[str] = collections.Counter()
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            counts.update(line.split())
+    write_gzip(out, [f"{word} {count}\n".encode() for word, count in counts.most_common(size)])
+
+
+def filter_arpa(path: Path, out: Path, vocabulary: set[str]) -> list[int]:
+    """Write the n-grams of an ARPA file whose words are all in ``vocabulary``; returns the counts kept."""
+    kept: dict[int, list[str]] = collections.defaultdict(list)
+    for order, line in arpa_ngrams(path):
+        if all(word in vocabulary for word in line.split("\t")[1].split(" ")):
+            kept[order].append(line)
+    orders = sorted(kept)
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as binary:
+        text = "\\data\\\n" + "".join(f"ngram {n}={len(kept[n])}\n" for n in orders)
+        for n in orders:
+            text += f"\n\\{n}-grams:\n" + "\n".join(kept[n]) + "\n"
+        binary.write((text + "\n\\end\\\n").encode("utf-8"))
+    return [len(kept[n]) for n in orders]
+
+
+def arpa_ngrams(path: Path) -> Iterator[tuple[int, str]]:
+    """``(order, line)`` for every n-gram line of an ARPA file."""
+    order = 0
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            line = raw.rstrip("\n")
+            header = re.fullmatch(r"\\(\d+)-grams:", line)
+            if header:
+                order = int(header.group(1))
+            elif line == "\\end\\":
+                return
+            elif order and line:
+                yield order, line
+
+
+def check_same_scores(full: Path, sample: Path, nbests: list[Path]) -> int:
+    """Check that both models give every hypothesis of the sample the same score; returns the count."""
+    import kenlm
+
+    options = kenlm.Config()
+    options.show_progress = False
+    models = kenlm.Model(str(full), options), kenlm.Model(str(sample), options)
+    count = 0
+    for path in nbests:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                hypothesis = " ".join(line.split("|||")[1].split())
+                scores = [model.score(hypothesis, bos=True, eos=True) for model in models]
+                if scores[0] != scores[1]:
+                    sys.exit(f"{path}: {hypothesis!r}: full model {scores[0]}, sample model {scores[1]}")
+                count += 1
+    return count
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Rerank an n-best list with log-linear weights: write the 1-best translation of every sentence.
+
+The score of a hypothesis is its dense features · weights; the best is the first maximum in file
+order. Weights come from YAML weights files, from a moses.ini's [weight] section, and from --weight
+flags, merged in that order (later ones win). A moses.ini may weight features the n-best list does
+not print (UnknownWordPenalty0): those are skipped. A sentence with no hypotheses gets an empty
+line, as Moses writes for a sentence it failed to translate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from rerank.cli import positive_int
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("nbest", metavar="NBEST", help="Moses n-best list (.gz allowed; - for stdin)")
+    parser.add_argument("--weights", action="append", default=[], metavar="FILE",
+                        help="YAML weights file (.yaml/.yml) or moses.ini; repeat to merge several")
+    parser.add_argument("--weight", action="append", default=[], metavar="LABEL=V[,V...]",
+                        help="one feature's weight(s), e.g. LM1=0.1 or TranslationModel0=0.2,0.1,0.2,0.1")
+    parser.add_argument("--missing-weight", type=float, metavar="X",
+                        help="weight of n-best features that no weight source mentions (default: an error)")
+    count = parser.add_mutually_exclusive_group()
+    count.add_argument("--source", metavar="SRC",
+                       help="source text: one output line per source line, an empty one for a sentence "
+                            "without hypotheses")
+    count.add_argument("--num-sentences", type=positive_int, metavar="N",
+                       help="the number of sentences, when the source text is not at hand")
+    parser.add_argument("-o", "--output", default="-", metavar="1BEST", help="1-best output (default: stdout)")
+    parser.add_argument("--nbest-out", metavar="FILE",
+                        help="also write the n-best list re-sorted by the new score, with it in field 4")
+
+
+def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...]], dict[str, str]]:
+    """All weights by label, later sources winning, and for each label the source it came from."""
+    from rerank.errors import RerankError
+    from rerank.weights import load_weights, parse_weight_assignment
+
+    if not args.weights and not args.weight:
+        raise RerankError("no weights: give --weights FILE (YAML or moses.ini) and/or --weight LABEL=V")
+    weights: dict[str, tuple[float, ...]] = {}
+    origins: dict[str, str] = {}
+    assignments = [(str(path), load_weights(path)) for path in args.weights]
+    assignments += [("--weight", dict([parse_weight_assignment(text)])) for text in args.weight]
+    for origin, values in assignments:
+        for label, value in values.items():
+            weights[label] = value
+            origins[label] = origin
+    return weights, origins
+
+
+def known_weights(weights: dict[str, tuple[float, ...]], origins: dict[str, str], labels: tuple[str, ...],
+                  nbest_name: str) -> dict[str, tuple[float, ...]]:
+    """The weights of the n-best list's features. Extra labels from a moses.ini are skipped; others are errors."""
+    from rerank.errors import RerankError
+    from rerank.weights import is_moses_ini
+
+    unknown = [label for label in weights if label not in labels]
+    strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
+    if strict:
+        raise RerankError(f"{origins[strict[0]]}: weight for {', '.join(strict)}, which {nbest_name} does not "
+                          f"have (its features: {', '.join(labels)})")
+    if unknown:
+        logger.info("skipping weights of features %s does not print: %s", nbest_name, ", ".join(unknown))
+    return {label: value for label, value in weights.items() if label in labels}
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from rerank.errors import RerankError
+    from rerank.formats.files import atomic_output, count_lines, display_name
+    from rerank.formats.nbest import group_by_sentence, read_nbest
+    from rerank.rescoring import all_sentences, best_hypothesis, peek, reranked
+    from rerank.weights import weight_vector
+
+    if args.nbest_out == "-" and args.output == "-":
+        raise RerankError("the 1-best output and --nbest-out cannot both be stdout: give -o FILE")
+    weights, origins = merged_weights(args)
+    nbest_name = display_name(args.nbest)
+    first, entries = peek(read_nbest(args.nbest))
+    vector = None
+    if first is not None:
+        known = known_weights(weights, origins, first.layout.labels, nbest_name)
+        vector = weight_vector(known, first.layout, source=" + ".join(dict.fromkeys(origins.values())),
+                               missing=args.missing_weight)
+    num_sentences = count_lines(args.source) if args.source is not None else args.num_sentences
+    sentences = all_sentences(group_by_sentence(entries), num_sentences=num_sentences, nbest_name=nbest_name,
+                              source_name=display_name(args.source) if args.source else "--num-sentences")
+    empty = sparse = 0
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(atomic_output(args.output))
+        nbest_out = stack.enter_context(atomic_output(args.nbest_out)) if args.nbest_out else None
+        for _, group in sentences:
+            if not group:
+                empty += 1
+                out.write("\n")
+                continue
+            sparse += any(entry.sparse for entry in group)
+            if nbest_out is None:
+                out.write(best_hypothesis(group, vector).hypothesis + "\n")
+                continue
+            ranked = reranked(group, vector)  # ranked[0] is the best hypothesis
+            out.write(ranked[0].hypothesis + "\n")
+            nbest_out.writelines(entry.line() + "\n" for entry in ranked)
+    if empty:
+        logger.warning("%d sentence(s) have no hypotheses in %s: wrote an empty line for each", empty, nbest_name)
+    if sparse:
+        logger.warning("%d sentence(s) have sparse features in %s; only dense features are scored",
+                       sparse, nbest_name)
+    return 0

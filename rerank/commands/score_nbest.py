@@ -1,0 +1,102 @@
+"""Append feature values (LM, word and UNK penalties, ...) to an n-best list's features field.
+
+Each hypothesis gets "Label= v ..." at the end of field 3 ("LM1= -41.3 WP1= -11 UNK1= 0"); every
+other byte of the line stays as it was, so Moses' tools read the result as they read the input.
+The features come from a YAML config (--config configs/rescore.yaml) and from the flags below,
+which add to the config's list. With --source, n-best ids must be below its number of lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from rerank.cli import StoreOnce, positive_int
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("nbest", metavar="NBEST", help="Moses n-best list (.gz allowed; - for stdin)")
+    parser.add_argument("-o", "--output", default="-", metavar="OUT",
+                        help="n-best list with the new features (.gz for gzip; default: stdout)")
+    parser.add_argument("--source", action=StoreOnce, metavar="SRC",
+                        help="source text, one sentence per line; n-best ids must be below its line count")
+    parser.add_argument("--config", action=StoreOnce, metavar="YAML",
+                        help="features to add, e.g. configs/rescore.yaml")
+    parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
+                        help="sentences scored together (default from the config: 64)")
+    lm = parser.add_argument_group("language model (KenLM)")
+    lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
+    lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")
+    lm.add_argument("--lm-oov", action="store_true", help="add a second value: the number of OOV words")
+    wp = parser.add_argument_group("word penalty")
+    wp.add_argument("--word-penalty", action="store_true", help="add -(number of target words), as Moses does")
+    wp.add_argument("--wp-label", action=StoreOnce, metavar="LABEL", help="its label (default WP1)")
+    unk = parser.add_argument_group("UNK penalty: target words outside a shortlist")
+    vocab = unk.add_mutually_exclusive_group()
+    vocab.add_argument("--unk-vocab", action=StoreOnce, metavar="FILE",
+                       help="the shortlist: one word per line (first column)")
+    vocab.add_argument("--unk-corpus", action=StoreOnce, metavar="FILE",
+                       help="target text whose most frequent words are the shortlist")
+    unk.add_argument("--shortlist", type=positive_int, action=StoreOnce, metavar="N",
+                     help="shortlist size with --unk-corpus (default 15000)")
+    unk.add_argument("--unk-label", action=StoreOnce, metavar="LABEL", help="its label (default UNK1)")
+
+
+def flag_features(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Feature specs from the command-line flags; unset options keep the defaults of each feature's Config."""
+    from rerank.errors import RerankError
+
+    specs: list[dict[str, Any]] = []
+    orphans = {"--lm-label": args.lm_label is not None and args.lm is None,
+               "--lm-oov": args.lm_oov and args.lm is None,
+               "--wp-label": args.wp_label is not None and not args.word_penalty,
+               "--unk-label": args.unk_label is not None and args.unk_vocab is None and args.unk_corpus is None,
+               "--shortlist": args.shortlist is not None and args.unk_corpus is None}
+    for flag, orphan in orphans.items():
+        if orphan:
+            raise RerankError(f"{flag} needs the feature it configures (--lm, --word-penalty, --unk-vocab or "
+                              "--unk-corpus; --shortlist goes with --unk-corpus)")
+    if args.lm is not None:
+        specs.append(_spec("kenlm", path=args.lm, name=args.lm_label, oov=args.lm_oov or None))
+    if args.word_penalty:
+        specs.append(_spec("word-penalty", name=args.wp_label))
+    if args.unk_vocab is not None or args.unk_corpus is not None:
+        specs.append(_spec("unk-penalty", vocab=args.unk_vocab, corpus=args.unk_corpus,
+                           shortlist=args.shortlist, name=args.unk_label))
+    return specs
+
+
+def _spec(kind: str, **options: Any) -> dict[str, Any]:
+    return {"kind": kind, **{key: value for key, value in options.items() if value is not None}}
+
+
+def run(args: argparse.Namespace) -> int:
+    from features import build_features
+    from rerank.config import load_config
+    from rerank.errors import RerankError
+    from rerank.formats.files import display_name
+    from rerank.formats.nbest import read_nbest, write_nbest
+    from rerank.rescoring import RescoreConfig, SourceText, add_features, peek
+
+    config = load_config(RescoreConfig, args.config) if args.config else RescoreConfig()
+    flags = flag_features(args)
+    if not config.features and not flags:
+        raise RerankError("no features to add: give --config or at least one of --lm, --word-penalty, "
+                          "--unk-vocab, --unk-corpus")
+    origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
+    nbest_name = display_name(args.nbest)
+    first, entries = peek(read_nbest(args.nbest))  # a bad first line fails before any model loads
+    if first is None:
+        logger.warning("%s is empty: nothing to score", nbest_name)
+    features = build_features([*config.features, *flags], source=origin)
+    needy = [f.name for f in features if f.needs_source]
+    if needy and args.source is None:
+        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+    source = SourceText(args.source) if args.source is not None else None
+    scored = add_features(entries, features, nbest_name=nbest_name, source=source,
+                          batch_sentences=args.batch_sentences or config.batch_sentences)
+    write_nbest(scored, args.output)
+    return 0

@@ -1,0 +1,69 @@
+"""The shipped sample: its filtered language model, its config, and the end-to-end script."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import kenlm
+import pytest
+
+from rerank.formats.files import read_lines
+from rerank.formats.nbest import read_nbest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "examples" / "data"
+
+
+def quiet_model(path: Path) -> kenlm.Model:
+    options = kenlm.Config()
+    options.show_progress = False
+    return kenlm.Model(str(path), options)
+
+
+def test_sample_is_small() -> None:
+    assert sum(p.stat().st_size for p in (REPO / "examples").rglob("*") if p.is_file()) < 2.1e6
+
+
+def test_sample_files_line_up() -> None:
+    for split in ("val", "test"):
+        counts = {suffix: sum(1 for _ in read_lines(SAMPLE / f"{split}.{suffix}")) for suffix in ("en", "fr", "1best")}
+        ids = {entry.sentence_id for entry in read_nbest(SAMPLE / f"{split}.100best.gz")}
+        assert set(counts.values()) == {len(ids)} and ids == set(range(len(ids)))
+
+
+def test_filtered_lm_scores_any_sentence_of_its_words_as_the_full_model(multi30k_moses: Path) -> None:
+    """Not only the sample's hypotheses: random sentences made of the kept words score the same."""
+    sample = quiet_model(SAMPLE / "lm.fr.4.sample.arpa.gz")
+    full = quiet_model(multi30k_moses / "lm" / "train.fr.4.arpa")
+    hypotheses = [e.tokens for split in ("val", "test") for e in read_nbest(SAMPLE / f"{split}.100best.gz")]
+    words = sorted({w for tokens in hypotheses for w in tokens})
+    rng = random.Random(1)
+    sentences = [" ".join(tokens) for tokens in rng.sample(hypotheses, 300)]
+    sentences += [" ".join(rng.choices(words, k=rng.randint(1, 20))) for _ in range(300)]
+    for tokens in rng.sample(hypotheses, 300):  # hypotheses with their words shuffled
+        sentences.append(" ".join(rng.sample(tokens, len(tokens))))
+    for sentence in sentences:
+        assert sample.score(sentence) == full.score(sentence), sentence
+
+
+@pytest.mark.slow
+def test_run_lm_rerank_script(tmp_path: Path) -> None:
+    if shutil.which("bash") is None:
+        pytest.skip("bash not found")
+    weights = tmp_path / "weights.yaml"
+    weights.write_text("LM1: 0.05\nWP1: 0\nUNK1: -0.1\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "WEIGHTS": str(weights)}
+    result = subprocess.run(["bash", "examples/run_lm_rerank.sh", str(tmp_path / "out")], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "reproduce Moses' 1-best exactly" in result.stdout
+    assert "BLEU signature: nrefs:1|case:mixed|eff:no|tok:none" in result.stdout
+    produced = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"test.scored.100best.gz", "val.scored.100best.gz", "test.rerank.1best", "test.reranked.100best.gz",
+            "test.bleu-by-length.png", "test.scores.json"} <= produced

@@ -1,0 +1,93 @@
+"""Config dataclasses from YAML: every key checked, errors with the dotted path and the file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from rerank.config import from_dict, load_config, load_yaml, save_config
+from rerank.errors import ConfigError, FormatError
+from rerank.rescoring import RescoreConfig
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: Literal["additive", "dot"] = "additive"
+    size: int = 8
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    attention: Attention = field(default_factory=Attention)
+    dropout: float = 0.1
+    layers: tuple[int, ...] = (1,)
+    vocab: str | None = None
+    tied: bool = False
+
+
+def test_defaults_and_nesting() -> None:
+    model = from_dict(Model, {"name": "m", "attention": {"kind": "dot"}, "dropout": 0, "layers": [2, 3]})
+    assert model == Model("m", Attention("dot", 8), 0.0, (2, 3))
+    assert isinstance(model.dropout, float) and isinstance(model.layers, tuple)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"name": "m", "atention": {}}, r"c.yaml: unknown key 'atention'; known keys here: attention, dropout"),
+    ({"name": "m", "attention": {"kind": "luong"}}, r"'attention.kind': expected one of 'additive', 'dot'"),
+    ({"name": "m", "attention": {"size": "8"}}, r"'attention.size': expected an integer, got '8'"),
+    ({"name": "m", "attention": {"size": True}}, r"'attention.size': expected an integer"),
+    ({"name": "m", "dropout": "high"}, r"'dropout': expected a number"),
+    ({"name": "m", "layers": 3}, r"'layers': expected a list"),
+    ({"name": "m", "layers": [1, "x"]}, r"'layers\[1\]': expected an integer"),
+    ({"name": "m", "vocab": 3}, r"'vocab': expected a string"),
+    ({"name": "m", "tied": "yes"}, r"'tied': expected true or false"),
+    ({}, r"missing required key 'name'"),
+    ([1], r"top level: expected a mapping"),
+])
+def test_errors_name_the_key(data: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(Model, data, source="c.yaml")
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    model = Model("m", Attention("dot", 4), 0.3, (2, 2), "v.json", True)
+    save_config(model, tmp_path / "c.yaml")
+    assert load_config(Model, tmp_path / "c.yaml") == model
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("name: m\nlayers: [1,\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:3: invalid YAML"):
+        load_yaml(path)
+
+
+def test_non_utf8_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"name: m\nvocab: f\xfcr\n")
+    with pytest.raises(FormatError, match=r"c.yaml:2: expected UTF-8 text"):
+        load_yaml(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_yaml(tmp_path / "none.yaml")
+
+
+def test_rescore_config_shipped() -> None:
+    config = load_config(RescoreConfig, REPO / "configs" / "rescore.yaml")
+    assert [spec["kind"] for spec in config.features] == ["kenlm", "word-penalty", "unk-penalty"]
+    assert config.batch_sentences >= 1
+
+
+def test_rescore_config_checks() -> None:
+    with pytest.raises(ConfigError, match="batch_sentences must be positive"):
+        from_dict(RescoreConfig, {"batch_sentences": 0})
+    with pytest.raises(ConfigError, match=r"'features\[0\]': expected a mapping"):
+        from_dict(RescoreConfig, {"features": ["kenlm"]})

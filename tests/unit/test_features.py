@@ -1,0 +1,155 @@
+"""Features: KenLM against kenlm itself and against Moses' LM0, word and UNK penalties, the registry."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import math
+from pathlib import Path
+
+import kenlm
+import numpy as np
+import pytest
+
+from features import FEATURES, build_feature, build_features
+from rerank.errors import ConfigError, FormatError, RerankError
+from rerank.formats.nbest import group_by_sentence, read_nbest
+
+SENTENCES = ["the european parliament", "resumption of the session", "mr president , this is a zzzunknown word",
+             "", "&quot; quoted &quot;"]
+
+
+def pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
+    return [((), s.split()) for s in sentences]
+
+
+@pytest.fixture(scope="module")
+def europarl_lm(regression: Path) -> Path:
+    return regression / "models/lexicalized-reordering/europarl.lm"
+
+
+@pytest.fixture(scope="module")
+def multi30k_lm(multi30k_moses: Path) -> Path:
+    return multi30k_moses / "lm" / "train.fr.4.arpa"
+
+
+@pytest.mark.parametrize("lm", ["models/lexicalized-reordering/europarl.lm",
+                                "tests/misc.binarize-compress-pt/lm.en.arpa"])
+def test_kenlm_feature_is_ln_of_kenlm_log10(regression: Path, lm: str) -> None:
+    path = regression / lm
+    feature = build_feature({"kind": "kenlm", "path": str(path), "oov": True})
+    model = kenlm.Model(str(path))
+    values = feature.score(pairs(SENTENCES))
+    assert values.shape == (len(SENTENCES), 2)
+    for sentence, (ln_p, oov) in zip(SENTENCES, values):
+        words = list(model.full_scores(sentence, bos=True, eos=True))
+        assert len(words) == len(sentence.split()) + 1  # </s> included
+        assert ln_p == model.score(sentence, bos=True, eos=True) * math.log(10)
+        # KenLM adds the words up in single precision; summed in double they differ in the 7th digit
+        assert ln_p == pytest.approx(sum(p for p, _, _ in words) * math.log(10), abs=1e-4)
+        assert oov == sum(is_oov for _, _, is_oov in words)
+    assert values[2, 1] == 1  # zzzunknown
+
+
+def test_kenlm_feature_equals_moses_lm0(multi30k_lm: Path, test_data: Path) -> None:
+    """Moses' LM0 on the same ARPA, printed with 6 significant digits."""
+    feature = build_feature({"kind": "kenlm", "path": str(multi30k_lm)})
+    entries = list(read_nbest(test_data / "toy.nbest"))
+    values = feature.score([((), e.tokens) for e in entries])[:, 0]
+    lm0 = np.array([e.dense[e.layout.labels.index("LM0")] for e in entries])
+    np.testing.assert_allclose(values, lm0, atol=1e-3, rtol=0)
+
+
+def test_kenlm_feature_equals_moses_lm0_on_a_real_slice(multi30k_lm: Path, multi30k_slice: dict[str, Path]) -> None:
+    feature = build_feature({"kind": "kenlm", "path": str(multi30k_lm)})
+    entries = list(read_nbest(multi30k_slice["nbest"]))
+    assert len(entries) > 1000
+    values = feature.score([((), e.tokens) for e in entries])[:, 0]
+    np.testing.assert_allclose(values, [e.dense[1] for e in entries], atol=1e-3, rtol=0)
+
+
+def test_kenlm_reads_gzipped_arpa(europarl_lm: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "europarl.lm.gz"
+    packed.write_bytes(gzip.compress(europarl_lm.read_bytes()))
+    plain = build_feature({"kind": "kenlm", "path": str(europarl_lm)}).score(pairs(SENTENCES))
+    np.testing.assert_array_equal(build_feature({"kind": "kenlm", "path": str(packed)}).score(pairs(SENTENCES)), plain)
+
+
+def test_missing_lm(tmp_path: Path) -> None:
+    with pytest.raises(RerankError, match=r"none.arpa: language model not found \(feature LM1\)"):
+        build_feature({"kind": "kenlm", "path": str(tmp_path / "none.arpa")})
+
+
+def test_not_an_arpa(tmp_path: Path) -> None:
+    path = tmp_path / "text.arpa"
+    path.write_text("hello world\n")
+    with pytest.raises(FormatError, match=r"text.arpa:1: expected an ARPA or KenLM binary language model "
+                                          r"\(feature LM1\), got .*first non-empty line was \"hello world\""):
+        build_feature({"kind": "kenlm", "path": str(path)})
+
+
+def test_truncated_arpa(europarl_lm: Path, tmp_path: Path) -> None:
+    path = tmp_path / "cut.arpa"
+    path.write_bytes(europarl_lm.read_bytes()[:20000])
+    with pytest.raises(FormatError, match=r"cut.arpa:\d+: expected an ARPA .*got 'End of file"):
+        build_feature({"kind": "kenlm", "path": str(path)})
+
+
+def test_directory_as_lm(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match=r"expected an ARPA or KenLM binary language model.*Is a directory"):
+        build_feature({"kind": "kenlm", "path": str(tmp_path)})
+
+
+def test_word_penalty_as_moses(test_data: Path) -> None:
+    feature = build_feature({"kind": "word-penalty"})
+    entries = list(read_nbest(test_data / "toy.nbest"))
+    values = feature.score([((), e.tokens) for e in entries])
+    assert feature.name == "WP1" and values.shape == (len(entries), 1)
+    assert values[:, 0].tolist() == [e.dense[2] for e in entries]  # WordPenalty0
+    assert feature.score([]).shape == (0, 1)
+
+
+def test_unk_penalty_from_vocab_and_corpus(tmp_path: Path) -> None:
+    (tmp_path / "vocab").write_text("le 10\nchat 3\n\nnoir\n")
+    (tmp_path / "corpus").write_text("le chat le chien\nle chat\n")
+    hyps = pairs(["le chat noir", "le chien blanc", ""])
+    from_vocab = build_feature({"kind": "unk-penalty", "vocab": str(tmp_path / "vocab")})
+    assert from_vocab.score(hyps)[:, 0].tolist() == [0, 2, 0]
+    from_corpus = build_feature({"kind": "unk-penalty", "corpus": str(tmp_path / "corpus"), "shortlist": 2,
+                                 "name": "UNK2"})
+    assert from_corpus.words == {"le", "chat"}
+    assert from_corpus.score(hyps)[:, 0].tolist() == [1, 2, 0]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "unk-penalty"}, "give exactly one of 'vocab'"),
+    ({"kind": "unk-penalty", "vocab": "v", "corpus": "c"}, "give exactly one of 'vocab'"),
+    ({"kind": "unk-penalty", "corpus": "c", "shortlist": 0}, "shortlist must be positive"),
+    ({"kind": "kenlm"}, "missing required key 'kenlm.path'"),
+    ({"kind": "kenlm", "path": "x", "order": 4}, "unknown key 'kenlm.order'"),
+    ({"kind": "word-penalty", "name": "WP_1"}, "word-penalty: feature label 'WP_1' must be a letter"),
+    ({"kind": "rnn"}, "unknown feature kind 'rnn'; known kinds: .*kenlm.*unk-penalty"),
+    ({"name": "WP1"}, "a feature needs a 'kind'"),
+])
+def test_bad_specs(spec: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_feature(spec, source="rescore.yaml")
+
+
+def test_duplicate_labels() -> None:
+    with pytest.raises(ConfigError, match="feature label.s. used twice: WP1"):
+        build_features([{"kind": "word-penalty"}, {"kind": "word-penalty"}])
+    assert [f.name for f in build_features([{"kind": "word-penalty"}, {"kind": "word-penalty", "name": "WP2"}])] \
+        == ["WP1", "WP2"]
+
+
+def test_registry_lists_the_backbone_features() -> None:
+    assert {"kenlm", "word-penalty", "unk-penalty"} <= set(FEATURES)
+
+
+def test_batched_equals_one_by_one(multi30k_lm: Path, multi30k_slice: dict[str, Path]) -> None:
+    feature = build_feature({"kind": "kenlm", "path": str(multi30k_lm), "oov": True})
+    hyps = [((), e.tokens) for _, g in itertools.islice(group_by_sentence(read_nbest(multi30k_slice["nbest"])), 3)
+            for e in g]
+    together = feature.score(hyps)
+    np.testing.assert_array_equal(np.vstack([feature.score([p]) for p in hyps]), together)
