@@ -1,0 +1,140 @@
+"""Tuning speed and quality on the Moses Multi30k system: MERT, PRO and batch MIRA.
+
+On ``val.100best.gz`` (1,014 sentences, 65,274 distinct hypotheses, 8 features) it times MERT
+with 20 restarts (the first from the weights of Moses' tuned ``moses.ini``), PRO and MIRA, and
+prints each one's tuning-set BLEU; then MERT over the five accumulated n-best lists of Moses'
+own tuning run (what ``rerank tune --decoder`` optimises in its fifth iteration). Finally every
+set of weights reranks the test_2016_flickr 100-best list, next to Moses' tuned weights and the
+untuned defaults that Moses' ``train-model.perl`` writes.
+
+    taskset -c 0 python bench/bench_tune.py --repeat 3
+
+Loading (parsing the n-best lists and counting n-grams) is timed apart from the optimisers,
+as Moses' ``extractor`` runs apart from ``mert``. BLEU is sacrebleu's on the tokenized text
+(``tokenize="none"``), as Moses' ``mert`` computes it. Times are CPU seconds of this process
+and wall-clock seconds; on a shared machine the best of ``--repeat`` runs is the fairer figure.
+The bar: Moses' C++ ``mert`` with 20 random restarts takes about 17 s on this list and reaches
+BLEU 55.65.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as Moses' mert
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rerank.formats.files import read_text  # noqa: E402
+from rerank.tune.config import TuneConfig  # noqa: E402
+from rerank.tune.data import NBestPool, TuningData, aligned_weights  # noqa: E402
+from rerank.tune.mert import mert  # noqa: E402
+from rerank.tune.mira import mira  # noqa: E402
+from rerank.tune.optimize import mert_bounds  # noqa: E402
+from rerank.tune.pro import pro  # noqa: E402
+from rerank.tune.stats import BleuStatistics  # noqa: E402
+from rerank.weights import load_weights  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data"
+SYSTEM = SHARED / "moses-multi30k"
+TOK = SHARED / "multi30k" / "tok"
+# the [weight] section train-model.perl writes before tuning
+UNTUNED = {"Distortion0": (0.3,), "LM0": (0.5,), "WordPenalty0": (-1.0,), "PhrasePenalty0": (0.2,),
+           "TranslationModel0": (0.2, 0.2, 0.2, 0.2)}
+
+
+def timed(function, repeat: int):
+    """``function()``'s result, and the CPU and wall-clock seconds of each of ``repeat`` calls."""
+    cpu, wall = [], []
+    for _ in range(repeat):
+        c, w = time.process_time(), time.perf_counter()
+        result = function()
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    return result, cpu, wall
+
+
+def seconds(cpu: list[float], wall: list[float]) -> str:
+    if len(cpu) == 1:
+        return f"{cpu[0]:6.2f} s CPU, {wall[0]:6.2f} s wall"
+    return (f"{min(cpu):6.2f} s CPU (median {statistics.median(cpu):.2f}), "
+            f"{min(wall):6.2f} s wall (median {statistics.median(wall):.2f}) over {len(cpu)} runs")
+
+
+def load(paths: list[Path], references: Path) -> tuple[TuningData, BleuStatistics]:
+    bleu = BleuStatistics([read_text(references)])
+    pool = NBestPool(bleu, reference_name=str(references))
+    for path in paths:
+        pool.add(path)
+    return pool.data(), bleu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1, help="time each optimiser this many times")
+    parser.add_argument("--seed", type=int, default=TuneConfig().seed)
+    args = parser.parse_args()
+    if not SYSTEM.is_dir():
+        sys.exit(f"needs the Moses Multi30k system at {SYSTEM}")
+    config = TuneConfig(seed=args.seed)
+    results: dict[str, np.ndarray] = {}
+
+    def score(data: TuningData, bleu: BleuStatistics, weights: np.ndarray) -> float:
+        return bleu.score(data.corpus_stats(weights)).score
+
+    print("== val.100best.gz: 1 n-best list ==")
+    (dev, dev_bleu), cpu, wall = timed(lambda: load([SYSTEM / "nbest/val.100best.gz"],
+                                                   TOK / "val.lc.norm.tok.fr"), 1)
+    print(f"load + BLEU statistics: {seconds(cpu, wall)}; {dev.num_sentences} sentences, "
+          f"{int(dev.counts.sum())} distinct hypotheses, {dev.dims} features")
+    print(f"signature: {dev_bleu.signature()}")
+    moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini",
+                            from_moses_ini=True)
+    untuned = aligned_weights(UNTUNED, dev.layout, "train-model.perl defaults", from_moses_ini=True)
+    print(f"Moses' 1-best (its tuned weights): BLEU {score(dev, dev_bleu, moses):.2f}; "
+          f"untuned defaults: BLEU {score(dev, dev_bleu, untuned):.2f}")
+    bounds = mert_bounds(dev.layout, config.mert)
+    for name, start in (("moses.ini", moses), ("untuned", untuned)):
+        result, cpu, wall = timed(lambda: mert(dev, start, config.mert, bounds, np.random.default_rng(args.seed)),
+                                  args.repeat)
+        runs = sum(r.iterations for r in result.runs)
+        print(f"MERT, 20 restarts, from the {name} weights: BLEU {result.bleu:.2f} ({result.bleu:.4f}); "
+              f"{seconds(cpu, wall)}; {runs} iterations")
+        results[f"MERT val.100best from {name}"] = result.weights
+    result, cpu, wall = timed(lambda: pro(dev, config.pro, np.random.default_rng(args.seed)), args.repeat)
+    print(f"PRO: BLEU {score(dev, dev_bleu, result.weights):.2f}; {seconds(cpu, wall)}; {result.pairs} pairs")
+    results["PRO val.100best"] = result.weights
+    result, cpu, wall = timed(lambda: mira(dev, moses, config.mira, np.random.default_rng(args.seed)), args.repeat)
+    print(f"MIRA, 60 epochs, from the moses.ini weights: BLEU {result.bleu:.2f} (epoch {result.epoch}); "
+          f"{seconds(cpu, wall)}")
+    results["MIRA val.100best"] = result.weights
+
+    print("\n== tuning/run1-5.best100.out.gz: the 5 accumulated lists of Moses' tuning ==")
+    paths = [SYSTEM / f"tuning/run{i}.best100.out.gz" for i in range(1, 6)]
+    (tuning, tuning_bleu), cpu, wall = timed(lambda: load(paths, TOK / "val.lc.norm.tok.fr"), 1)
+    print(f"load + BLEU statistics: {seconds(cpu, wall)}; {int(tuning.counts.sum())} distinct hypotheses "
+          f"(at most {tuning.features.shape[1]} for a sentence)")
+    result, cpu, wall = timed(lambda: mert(tuning, moses, config.mert, bounds, np.random.default_rng(args.seed)),
+                              args.repeat)
+    print(f"MERT, 20 restarts, from the moses.ini weights: BLEU {result.bleu:.2f} on the 5 lists; "
+          f"{seconds(cpu, wall)}; Moses' mert reported 55.66 on them (tuning.log, iteration 5)")
+    results["MERT 5 tuning lists"] = result.weights
+
+    print("\n== val.100best.gz (dev) and test_2016_flickr.100best.gz (test) reranked ==")
+    test, test_bleu = load([SYSTEM / "nbest/test_2016_flickr.100best.gz"], TOK / "test_2016_flickr.lc.norm.tok.fr")
+    rows = {"untuned (train-model.perl defaults)": untuned, "Moses' tuned weights (moses.ini)": moses, **results}
+    for name, weights in rows.items():
+        print(f"{name:40s} dev {score(dev, dev_bleu, weights):6.2f}   test {score(test, test_bleu, weights):6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Settings of ``rerank tune``: the optimisers, BLEU, and the decoder loop. Defaults are Moses'.
+
+``configs/tune.yaml`` spells out every default; command-line flags override single values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Optimizer = Literal["mert", "pro", "mira"]
+
+
+@dataclass(frozen=True)
+class BleuConfig:
+    """How hypotheses are compared with the references."""
+
+    tokenize: str = "none"   # a sacrebleu tokenizer; "none": split on whitespace, for tokenized text, as Moses' mert
+    lowercase: bool = False  # case-insensitive BLEU (Moses' mert: case:false)
+
+
+@dataclass(frozen=True)
+class MertConfig:
+    """Och (2003) with Moses' settings (``mert -n 20``, ``mert-moses.pl --range``)."""
+
+    restarts: int = 20             # runs of coordinate ascent: the first from the initial weights, the rest random
+    bounds: tuple[float, float] = (0.0, 1.0)  # random starting weights are uniform in [low, high] ...
+    feature_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)  # ... or per label: {LM0: [-1, 1]}
+    random_directions: int = 0     # random unit directions searched besides the axes (Cer et al. 2008)
+    min_gain: float = 1e-4         # stop a run when an iteration gains less BLEU, in points (0-100, as printed);
+                                   # Moses' mert stops at 1e-4 on its 0-1 scale, 100 times sooner
+    max_iterations: int = 1000     # a bound on iterations per run, never reached in practice
+
+    def __post_init__(self) -> None:
+        if self.restarts < 1:
+            raise ValueError(f"mert.restarts must be at least 1, got {self.restarts}")
+        for label, pair in {"bounds": self.bounds, **self.feature_bounds}.items():
+            if len(pair) != 2:
+                raise ValueError(f"mert bounds for {label}: expected [low, high], got {list(pair)}")
+            low, high = pair
+            if low > high:
+                raise ValueError(f"mert bounds for {label}: low {low} is above high {high}")
+        if self.random_directions < 0:
+            raise ValueError(f"mert.random_directions must be at least 0, got {self.random_directions}")
+
+
+@dataclass(frozen=True)
+class ProConfig:
+    """Hopkins & May (2011), as Moses' ``pro`` and its MegaM call (``-maxi 30 -nobias binary``)."""
+
+    samples: int = 5000    # hypothesis pairs drawn per sentence (Γ)
+    keep: int = 50         # of those, the pairs with the largest sentence-BLEU difference kept (Ξ)
+    min_diff: float = 0.05  # pairs closer than this in sentence BLEU are not kept (α)
+    l2: float = 1.0        # Gaussian prior precision of the logistic regression (MegaM's default λ)
+    max_iterations: int = 100  # Newton steps (each converges far more than one of MegaM's)
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.keep < 1:
+            raise ValueError("pro.samples and pro.keep must be at least 1")
+
+
+@dataclass(frozen=True)
+class MiraConfig:
+    """Cherry & Foster (2012), batch k-best MIRA as Moses' ``kbmira``."""
+
+    c: float = 0.01        # step-size cap C
+    decay: float = 0.999   # decay of the background BLEU statistics
+    epochs: int = 60       # passes over the sentences (J); the averaged weights of the best epoch win
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.c <= 0 or not 0 < self.decay <= 1:
+            raise ValueError("mira: epochs >= 1, c > 0 and 0 < decay <= 1 are needed")
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """The decoder-in-the-loop iterations, as ``mert-moses.pl``."""
+
+    max_iterations: int = 25    # decoder runs at most
+    min_change: float = 1e-5    # stop when no weight moves by this much
+    nbest_size: int = 100       # {nbest_size} in the decoder command
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 1 or self.nbest_size < 1:
+            raise ValueError("loop.max_iterations and loop.nbest_size must be at least 1")
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    optimizer: Optimizer = "mert"
+    seed: int = 1
+    bleu: BleuConfig = field(default_factory=BleuConfig)
+    mert: MertConfig = field(default_factory=MertConfig)
+    pro: ProConfig = field(default_factory=ProConfig)
+    mira: MiraConfig = field(default_factory=MiraConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)

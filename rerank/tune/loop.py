@@ -1,0 +1,195 @@
+"""The tuning loop of ``mert-moses.pl``, for any decoder: decode, accumulate, re-optimise.
+
+Each iteration runs the decoder on the tuning source with the current weights, merges its
+n-best list with those of all earlier iterations, and optimises the weights on them. It stops
+when no weight moves by ``min_change`` or after ``max_iterations`` decoder runs. Everything an
+iteration makes stays in the work directory: ``runN.weights.yaml``, ``runN.bestK.out.gz`` (the
+n-best list), ``runN.out`` (the decoder's standard output when the n-best list goes to a file)
+and ``runN.decoder.log`` (its standard error).
+
+The decoder is a shell command template with placeholders:
+
+``{weights_overwrite}``
+    the weights in Moses' ``-weight-overwrite`` syntax, ``LM0= 0.5 TranslationModel0= 0.1 0.2``,
+    as one shell word (quoted, unless the template already has quotes around the placeholder);
+``{weights_file}``
+    a YAML weights file (``runN.weights.yaml``);
+``{nbest}``
+    the file the decoder should write its n-best list to; without it, the n-best list is read
+    from the decoder's standard output;
+``{nbest_size}``
+    the n-best list size of the configuration;
+``{source}``
+    the tuning source; without it, the source is given on the decoder's standard input.
+
+For Moses: ``moses -f moses.ini -n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}``
+(or ``-n-best-list - ...`` to have the n-best list on standard output).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+import shlex
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rerank.errors import RerankError
+from rerank.formats.files import atomic_output, read_lines
+from rerank.formats.moses_ini import format_weight
+from rerank.formats.nbest import FeatureLayout
+from rerank.tune.config import TuneConfig
+from rerank.tune.data import NBestPool
+from rerank.tune.mert import l1_normalised
+from rerank.tune.optimize import corpus_bleu, optimise
+from rerank.tune.stats import log_bleu
+from rerank.weights import as_weights, save_weights
+
+logger = logging.getLogger(__name__)
+
+PLACEHOLDERS = ("weights_overwrite", "weights_file", "nbest", "nbest_size", "source")
+_PLACEHOLDER = re.compile(r"(['\"]?)\{([a-z_]+)\}(\1)")
+Weights = Mapping[str, Sequence[float]]
+
+
+def weights_overwrite(weights: Weights) -> str:
+    """Moses' ``-weight-overwrite`` value: ``LM0= 0.5 TranslationModel0= 0.1 0.2``."""
+    return " ".join(f"{label}= " + " ".join(format_weight(v) for v in values) for label, values in weights.items())
+
+
+@dataclass(frozen=True)
+class DecoderCommand:
+    """A decoder command line with placeholders (see the module documentation)."""
+
+    template: str
+
+    def __post_init__(self) -> None:
+        names = {match.group(2) for match in _PLACEHOLDER.finditer(self.template)}
+        unknown = sorted(names - set(PLACEHOLDERS))
+        if unknown:
+            raise RerankError(f"--decoder: unknown placeholder {{{unknown[0]}}}; known: "
+                              + ", ".join(f"{{{name}}}" for name in PLACEHOLDERS))
+        if not names & {"weights_overwrite", "weights_file"}:
+            raise RerankError("--decoder: the command must pass the weights with {weights_overwrite} or {weights_file}")
+
+    @property
+    def reads_stdin(self) -> bool:
+        return "{source}" not in self.template
+
+    @property
+    def writes_nbest_file(self) -> bool:
+        return "{nbest}" in self.template
+
+    def render(self, values: Mapping[str, str]) -> str:
+        """The command with every placeholder replaced by ``values[name]``, quoted for the shell."""
+        def substitute(match: re.Match) -> str:
+            quote, name = match.group(1), match.group(2)
+            if name not in values:
+                return match.group(0)
+            return f"{quote}{values[name]}{quote}" if quote else shlex.quote(values[name])
+        return _PLACEHOLDER.sub(substitute, self.template)
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One decoder run and the optimisation after it."""
+
+    number: int
+    decoder_bleu: float  # BLEU of the decoder's 1-best output (0-100)
+    tuned_bleu: float    # BLEU of the tuned weights on all n-best lists so far
+    hypotheses: int      # distinct hypotheses so far
+    change: float        # the largest change of a weight
+    weights: np.ndarray  # the tuned weights (D,)
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    weights: np.ndarray  # (D,) L1-normalised
+    layout: FeatureLayout
+    iterations: tuple[Iteration, ...]
+    converged: bool      # stopped because no weight moved, not by the iteration limit
+
+
+class TuningLoop:
+    """Decoder runs and optimisations until the weights settle.
+
+    :param pool: an empty pool for the tuning set's references.
+    """
+
+    def __init__(self, command: DecoderCommand, source: Path, pool: NBestPool, config: TuneConfig, work_dir: Path):
+        self.command = command
+        self.source = source
+        self.pool = pool
+        self.config = config
+        self.work_dir = work_dir
+
+    def run(self, initial: Weights, align: Callable[[FeatureLayout], np.ndarray]) -> LoopResult:
+        """Tune from ``initial``, the weights of the first decoder run; ``align`` gives them as a
+        vector for the features of its n-best list."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        loop = self.config.loop
+        decoder_weights: Weights = dict(initial)
+        current: np.ndarray | None = None
+        history: list[Iteration] = []
+        for number in range(1, loop.max_iterations + 1):
+            nbest = self._decode(number, decoder_weights)
+            first = self.pool.add(nbest)
+            self._compress(nbest)
+            data = self.pool.data()
+            if current is None:
+                current = l1_normalised(align(data.layout))
+            chosen = data.stats[np.arange(data.num_sentences), first].sum(axis=0)
+            decoder_bleu = 100.0 * math.exp(log_bleu(chosen))
+            rng = np.random.default_rng([self.config.seed, number])
+            tuned = optimise(data, current, self.config, rng)
+            change = float(np.abs(tuned - current).max())
+            record = Iteration(number, decoder_bleu, corpus_bleu(data, tuned), self.pool.size, change, tuned)
+            history.append(record)
+            logger.info("iteration %d: decoder 1-best BLEU %.2f; tuned BLEU %.2f on the %d distinct hypotheses of "
+                        "runs 1-%d; largest weight change %.2g", number, decoder_bleu, record.tuned_bleu,
+                        record.hypotheses, number, change)
+            current = tuned
+            if change < loop.min_change:
+                logger.info("no weight moved by %g or more: stopping", loop.min_change)
+                return LoopResult(current, data.layout, tuple(history), True)
+            decoder_weights = as_weights(current, data.layout)
+        logger.info("stopping after %d iterations", loop.max_iterations)
+        return LoopResult(current, self.pool.layout, tuple(history), False)
+
+    def _decode(self, number: int, weights: Weights) -> Path:
+        """Run the decoder; returns its (uncompressed) n-best list."""
+        size = self.config.loop.nbest_size
+        nbest = self.work_dir / f"run{number}.best{size}.out"
+        weights_file = self.work_dir / f"run{number}.weights.yaml"
+        save_weights(weights, weights_file)
+        command = self.command.render({
+            "weights_overwrite": weights_overwrite(weights), "weights_file": str(weights_file),
+            "nbest": str(nbest), "nbest_size": str(size), "source": str(self.source)})
+        stdout = self.work_dir / f"run{number}.out" if self.command.writes_nbest_file else nbest
+        log = self.work_dir / f"run{number}.decoder.log"
+        logger.info("iteration %d: %s", number, command)
+        with contextlib.ExitStack() as files:
+            stdin = files.enter_context(open(self.source, "rb")) if self.command.reads_stdin else subprocess.DEVNULL
+            out, err = files.enter_context(open(stdout, "wb")), files.enter_context(open(log, "wb"))
+            status = subprocess.run(command, shell=True, stdin=stdin, stdout=out, stderr=err).returncode
+        if status != 0:
+            tail = log.read_bytes().decode("utf-8", "replace").splitlines()[-5:]
+            raise RerankError(f"the decoder failed with exit status {status} in iteration {number}: {command}"
+                              + "".join(f"\n  {line}" for line in tail) + f"\n  (all of its stderr: {log})")
+        if not nbest.exists() or nbest.stat().st_size == 0:
+            raise RerankError(f"the decoder wrote no n-best list to {nbest} in iteration {number}: {command}")
+        return nbest
+
+    @staticmethod
+    def _compress(nbest: Path) -> None:
+        """Keep the n-best list as ``.gz``, as ``mert-moses.pl`` does."""
+        with atomic_output(nbest.with_name(nbest.name + ".gz")) as out:
+            for _, line in read_lines(nbest):
+                out.write(line + "\n")
+        nbest.unlink()

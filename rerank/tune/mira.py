@@ -1,0 +1,82 @@
+"""Batch k-best MIRA (Cherry & Foster 2012, Alg. 1) as Moses' ``kbmira``.
+
+Each epoch visits the sentences in a random order. For a sentence, BLEU is measured against a
+background corpus of decayed statistics, scaled by its reference length (Chiang et al. 2008):
+the hope hypothesis maximises model score + BLEU, the fear hypothesis model score - BLEU. If
+the model does not prefer the hope by at least their BLEU difference, the weights move towards
+the hope by the smallest step that would fix it, capped at C. The background then decays and
+takes in the hope's statistics. After each epoch the averaged weights (over all updates so far)
+are scored on the tuning set; the best epoch's weights win, L1-normalised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rerank.tune.config import MiraConfig
+from rerank.tune.data import TuningData
+from rerank.tune.mert import l1_normalised
+from rerank.tune.stats import CORRECT, HYP_LEN, MAX_ORDER, NUM_STATS, REF_LEN, TOTAL, log_bleu
+
+
+@dataclass(frozen=True)
+class MiraResult:
+    weights: np.ndarray  # (D,) averaged weights of the best epoch, L1-normalised
+    bleu: float          # their corpus BLEU on the tuning set (0-100)
+    epoch: int           # the best epoch (1-based)
+    updates: int
+
+
+def initial_background() -> np.ndarray:
+    """Moses' starting pseudo-document: n - j + 1 matches and n-grams of order j, reference length 4."""
+    background = np.zeros(NUM_STATS)
+    background[CORRECT] = background[TOTAL] = np.arange(MAX_ORDER, 0, -1)
+    background[HYP_LEN] = background[TOTAL.start]
+    background[REF_LEN] = MAX_ORDER
+    return background
+
+
+def background_bleu(stats: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """BLEU of each row of ``stats`` (n, NUM_STATS) added to the background, times the reference length: (n,)."""
+    total = stats + background
+    log_precision = (np.log(total[:, CORRECT]) - np.log(total[:, TOTAL])).mean(axis=1)
+    brevity = np.minimum(0.0, 1.0 - total[:, REF_LEN] / total[:, HYP_LEN])
+    return np.exp(log_precision + brevity) * total[:, REF_LEN]
+
+
+def mira(data: TuningData, initial: np.ndarray, config: MiraConfig, rng: np.random.Generator,
+         report: Callable[[int, float], None] | None = None) -> MiraResult:
+    """Tune weights on ``data`` starting from ``initial`` (D,); ``report(epoch, bleu)`` after each epoch."""
+    features = [data.features[s, :n] for s, n in enumerate(data.counts)]                     # (n_s, D) each
+    stats = [data.stats[s, :n].astype(np.float64) for s, n in enumerate(data.counts)]       # (n_s, NS) each
+    weights = np.asarray(initial, dtype=np.float64).copy()
+    total, updates = np.zeros_like(weights), 0
+    background = initial_background()
+    best = MiraResult(l1_normalised(weights), -math.inf, 0, 0)
+    for epoch in range(1, config.epochs + 1):
+        for s in rng.permutation(data.num_sentences):
+            score = features[s] @ weights
+            bleu = background_bleu(stats[s], background)
+            hope = int(np.argmax(score + bleu))
+            fear = int(np.argmax(score - bleu))
+            if hope == fear:
+                continue
+            difference = features[s][hope] - features[s][fear]
+            loss = bleu[hope] - bleu[fear] - difference @ weights
+            if loss > 0:
+                norm = difference @ difference
+                weights = weights + (min(config.c, loss / norm) if norm > 0 else config.c) * difference
+                total += weights
+                updates += 1
+            background = config.decay * background + stats[s][hope]
+        average = total / updates if updates else weights
+        bleu = 100.0 * math.exp(log_bleu(data.corpus_stats(average)))
+        if report is not None:
+            report(epoch, bleu)
+        if bleu > best.bleu:
+            best = MiraResult(l1_normalised(average), bleu, epoch, updates)
+    return best
