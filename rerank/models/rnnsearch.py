@@ -74,10 +74,9 @@ class RNNSearch(Seq2Seq):
             states, _ = self.rnn(embedded, state.hidden[None].contiguous())  # (B, T, H)
             contexts, weights = self._attend(states, state, state.step)  # (B, T, C), (B, T, S)
             return self.output(self.dropout(self._attentional(contexts, states))), weights
-        input_gates = self.input_gates(embedded)  # (B, T, 3H)
         steps = []
-        for t in range(trg_in.shape[1]):
-            state, context = self._recur(input_gates[:, t], state)
+        for gates in self.input_gates(embedded).unbind(1):  # (B, 3H) per step; unbind keeps backward linear in T
+            state, context = self._recur(gates, state)
             steps.append((state.hidden, context, state.attention))
         states, contexts, weights = (torch.stack(x, dim=1) for x in zip(*steps, strict=True))
         if self.luong:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -36,12 +37,19 @@ class DecoderState:
     attention: Tensor | None = None  # (B, S) weights of the last step
     step: int = 0
 
-    def index_select(self, order: Tensor) -> DecoderState:
-        """The states of rows ``order`` (B',) in that order: to repeat sources, or to reorder beams."""
+    SOURCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"keys", "proj_keys", "pad_mask", "src_len"})
+
+    def index_select(self, order: Tensor, same_sources: bool = False) -> DecoderState:
+        """The states of rows ``order`` (B',) in that order: to repeat sources, or to reorder beams.
+
+        With ``same_sources``, each row of ``order`` has the source of the row it replaces (as the
+        beams of one sentence do), so the source fields are kept rather than copied.
+        """
         return dataclasses.replace(self, **{
             f.name: value.index_select(0, order)
             for f in dataclasses.fields(self)
             if isinstance(value := getattr(self, f.name), Tensor)
+            and not (same_sources and f.name in self.SOURCE_FIELDS)
         })
 
 
@@ -83,7 +91,12 @@ def shift_right(trg: Tensor) -> Tensor:
     return torch.cat([bos, trg[:, :-1]], dim=1)
 
 
+NORMALISE_ROWS = 1024  # logits rows normalised at a time: a (1024, V) block stays in cache, a (B·T, V) one would not
+
+
 def token_log_probs(logits: Tensor, trg: Tensor) -> Tensor:
     """ln p of each target token (B, T), 0 at padding; avoids materialising a (B, T, V) log-softmax."""
     gold = logits.gather(-1, trg[..., None]).squeeze(-1)
-    return (gold - torch.logsumexp(logits, dim=-1)).masked_fill(trg == PAD_ID, 0.0)
+    rows = logits.reshape(-1, logits.shape[-1]).split(NORMALISE_ROWS)
+    norm = torch.cat([torch.logsumexp(block, dim=-1) for block in rows]).view_as(gold)
+    return (gold - norm).masked_fill(trg == PAD_ID, 0.0)

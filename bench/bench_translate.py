@@ -1,0 +1,113 @@
+"""Decoding speed: batched beam search against one sentence at a time, in the same run.
+
+Translates the Multi30k test_2016_flickr source (1,000 sentences) at beams 1, 5 and 10 and
+prints sentences per second, batched (``rerank.translate.translate``: length-sorted batches)
+and one sentence at a time (``beam_search`` on batches of one), the speed-up, and whether
+both gave the same translations. Decoding only: the model is loaded and the text read before
+the clock starts; each figure is one timed pass after a short warm-up.
+
+    python bench/bench_translate.py --model runs/rnnsearch-small
+    python bench/bench_translate.py                  # random weights with the small config's sizes
+
+A random model rarely ends a hypothesis, so its outputs run to the length limit: the figures of
+a trained model are the ones to quote. The timings are wall-clock, on whatever else the machine
+is running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rerank.config import from_dict, load_yaml  # noqa: E402
+from rerank.data import pad, read_parallel, to_ids  # noqa: E402
+from rerank.models import ModelConfig, Seq2Seq, build_model  # noqa: E402
+from rerank.models.checkpoint import load_model  # noqa: E402
+from rerank.search import Hypothesis, LengthPenalty, SearchConfig, beam_search  # noqa: E402
+from rerank.translate import translate  # noqa: E402
+from rerank.vocab import Vocabulary  # noqa: E402
+
+SHARED = REPO.parent / "shared" / "data" / "multi30k" / "tok"
+SOURCE = SHARED / "test_2016_flickr.lc.norm.tok.en"
+SMALL_CONFIG = REPO / "configs" / "rnnsearch-small.yaml"
+
+
+def random_small_model() -> tuple[Seq2Seq, Vocabulary]:
+    """The small config's architecture with random weights, and its vocabularies built from the training data."""
+    data = load_yaml(SMALL_CONFIG)
+    config = from_dict(ModelConfig, data["model"], str(SMALL_CONFIG), prefix="model")
+    corpus = read_parallel(SHARED / "train.lc.norm.tok.en", SHARED / "train.lc.norm.tok.fr")
+    src_vocab = Vocabulary.build(corpus.sources, data["data"]["src_vocab_size"])
+    trg_vocab = Vocabulary.build(corpus.targets, data["data"]["trg_vocab_size"])
+    torch.manual_seed(1234)
+    return build_model(config, len(src_vocab), len(trg_vocab)).eval(), src_vocab
+
+
+def one_at_a_time(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]],
+                  config: SearchConfig) -> list[list[Hypothesis]]:
+    results = []
+    for ids in to_ids(sentences, src_vocab):
+        src, src_len = pad([ids])
+        results += beam_search(model, src, src_len, config)
+    return results
+
+
+def timed(run) -> tuple[float, list[list[Hypothesis]]]:
+    start = time.perf_counter()
+    results = run()
+    return time.perf_counter() - start, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", help="model directory (default: random weights, small config)")
+    parser.add_argument("--source", default=str(SOURCE), help="tokenised source text")
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5, 10])
+    parser.add_argument("--batch-size", type=int, default=50)
+    parser.add_argument("--sentences", type=int, help="only the first N sentences")
+    parser.add_argument("--single-sentences", type=int,
+                        help="time one-at-a-time decoding on the first N sentences only (default: all)")
+    parser.add_argument("--length-penalty", default="none", choices=["none", "average", "wu"])
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    args = parser.parse_args()
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.model:
+        loaded = load_model(args.model)
+        model, src_vocab, name = loaded.model, loaded.src_vocab, args.model
+    else:
+        model, src_vocab = random_small_model()
+        name = f"random weights, {SMALL_CONFIG.name}"
+    with open(args.source, encoding="utf-8") as f:
+        sentences = [line.split() for line in f][: args.sentences]
+    single = sentences[: args.single_sentences]
+    print(f"model: {name} ({model.config.architecture}, hidden {model.config.hidden_size}, "
+          f"target vocabulary {model.trg_vocab_size})")
+    print(f"source: {args.source}: {len(sentences)} sentences, mean {statistics.mean(map(len, sentences)):.1f} "
+          f"words; batches of {args.batch_size}; one at a time on {len(single)}; torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; length penalty {args.length_penalty}")
+    print(f"{'beam':>4}  {'batched sent/s':>14}  {'one-at-a-time sent/s':>20}  {'speed-up':>8}  "
+          f"{'mean length':>11}  {'same output':>11}")
+    for beam in args.beams:
+        config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
+        list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size))  # warm-up
+        batched_time, batched = timed(lambda: list(translate(model, src_vocab, sentences, config, args.batch_size)))
+        single_time, alone = timed(lambda: one_at_a_time(model, src_vocab, single, config))
+        batched_rate, single_rate = len(sentences) / batched_time, len(single) / single_time
+        same = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, alone))
+        length = statistics.mean(len(h[0].tokens) for h in batched)
+        print(f"{beam:>4}  {batched_rate:>14.1f}  {single_rate:>20.1f}  {batched_rate / single_rate:>7.1f}x  "
+              f"{length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Translate tokenised text with a trained model: batched beam search, 1-best or Moses n-best output.
+
+Reads one sentence per line (stdin by default) and writes one translation per line, or with
+--nbest N an n-best list that `rerank score-nbest` and `rerank tune` read as they read Moses':
+
+    0 ||| a man in an orange hat ||| RNNsearch0= -4.21 ||| -4.21
+
+Hypotheses are ranked by ln p divided by the length penalty; the feature is ln p itself, </s>
+included, and the total is that feature with weight 1. --alignments and --attention write the
+attention of each sentence's best hypothesis: hard `i-j` pairs (source-target, 0-based) per line,
+or the soft weights as JSON lines. Progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import TYPE_CHECKING
+
+from rerank.cli import positive_int
+
+if TYPE_CHECKING:
+    from rerank.search import SearchConfig
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, metavar="DIR", help="model directory written by `rerank train`")
+    parser.add_argument("-i", "--input", default="-", metavar="SRC",
+                        help="tokenised source text, one sentence per line (.gz allowed; default: stdin)")
+    parser.add_argument("-o", "--output", default="-", metavar="OUT",
+                        help="translations, or the n-best list with --nbest (default: stdout)")
+    search = parser.add_argument_group("search")
+    search.add_argument("--beam", type=positive_int, metavar="K", help="beam size; 1 is greedy (default 10)")
+    search.add_argument("--nbest", type=positive_int, metavar="N",
+                        help="write the N best hypotheses (N <= K) as a Moses n-best list instead of text")
+    search.add_argument("--length-penalty", choices=["none", "average", "wu"],
+                        help="rank by ln p (none), ln p per word (average) or ln p / lp with "
+                             "lp = ((5 + |Y|) / 6)^alpha (wu, Wu et al. 2016) (default none)")
+    search.add_argument("--alpha", type=positive_float, help="alpha of the wu length penalty (default 0.6)")
+    search.add_argument("--max-ratio", type=positive_float, metavar="R",
+                        help="at most ceil(R x source words) output words (default 2.0)")
+    search.add_argument("--batch-size", type=positive_int, metavar="B",
+                        help="sentences searched together (default 50)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--label", metavar="LABEL",
+                        help="feature label of the n-best list (default RNN0 for encdec models, RNNsearch0 for "
+                             "rnnsearch)")
+    output.add_argument("--alignments", metavar="FILE", help="hard alignments of each best hypothesis: i-j per line")
+    output.add_argument("--attention", metavar="FILE",
+                        help="soft alignments of each best hypothesis: a JSON object per line (id, source, "
+                             "target, attention: one row per target word and </s>)")
+    unk = parser.add_argument_group("UNK replacement")
+    unk.add_argument("--unk-replace", action="store_true",
+                     help="replace each <unk> by the source word it attends to most, or its dictionary translation")
+    words = unk.add_mutually_exclusive_group()
+    words.add_argument("--dictionary", metavar="FILE", help="'source translation' per line")
+    words.add_argument("--phrase-table", metavar="FILE",
+                       help="Moses phrase table: each one-word source phrase's most probable one-word target by p(e|f)")
+    device = parser.add_argument_group("device")
+    device.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    device.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (default: torch's)")
+
+
+def search_config(args: argparse.Namespace) -> SearchConfig:
+    """The search options given on the command line, over :class:`~rerank.search.SearchConfig`'s defaults."""
+    from rerank.errors import RerankError
+    from rerank.search import LengthPenalty, SearchConfig
+
+    if args.alpha is not None and args.length_penalty != "wu":
+        raise RerankError("--alpha is the parameter of --length-penalty wu")
+    beam = args.beam or SearchConfig().beam_size
+    if args.nbest is not None and args.nbest > beam:
+        raise RerankError(f"--nbest {args.nbest} needs a beam at least as wide, not {beam}: give --beam {args.nbest}")
+    options = {"beam_size": args.beam, "nbest": args.nbest, "max_ratio": args.max_ratio}
+    penalty = {"kind": args.length_penalty, "alpha": args.alpha}
+    return SearchConfig(**{k: v for k, v in options.items() if v is not None},
+                        length_penalty=LengthPenalty(**{k: v for k, v in penalty.items() if v is not None}))
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    from rerank.errors import RerankError
+    from rerank.formats.files import STDIO
+
+    to_stdout = [flag for flag, path in (("--output", args.output), ("--alignments", args.alignments),
+                                         ("--attention", args.attention)) if path == STDIO]
+    if len(to_stdout) > 1:
+        raise RerankError(f"{' and '.join(to_stdout)} both write to stdout: give one of them a file")
+    if (args.dictionary or args.phrase_table) and not args.unk_replace:
+        raise RerankError("--dictionary and --phrase-table are for --unk-replace")
+
+
+def run(args: argparse.Namespace) -> int:
+    import contextlib
+    import json
+
+    import torch
+
+    from features.nmt import DEFAULT_LABELS
+    from rerank.errors import RerankError
+    from rerank.formats.files import atomic_output, display_name, read_lines
+    from rerank.formats.nbest import check_label
+    from rerank.models.checkpoint import load_model
+    from rerank.translate import BATCH_SIZE, attention_record, check_source_lengths, format_alignment, \
+        hard_alignment, nbest_entry, phrase_table_dictionary, read_dictionary, require_attention, target_words, \
+        translate
+
+    config = search_config(args)
+    check_outputs(args)
+    try:
+        label = check_label(args.label) if args.label is not None else None
+    except ValueError as e:
+        raise RerankError(f"--label: {e}") from None
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    sentences = [line.split() for _, line in read_lines(args.input)]
+    loaded = load_model(args.model, args.device)
+    model = loaded.model
+    label = label or DEFAULT_LABELS[loaded.architecture]
+    for flag in ("alignments", "attention", "unk_replace"):
+        if getattr(args, flag):
+            require_attention(model, "--" + flag.replace("_", "-"))
+    check_source_lengths(sentences, model, args.input)
+    dictionary = None  # no UNK replacement
+    if args.unk_replace:
+        dictionary = read_dictionary(args.dictionary) if args.dictionary else \
+            phrase_table_dictionary(args.phrase_table) if args.phrase_table else {}
+    if not sentences:
+        logger.warning("%s is empty: nothing to translate", display_name(args.input))
+    batch_size = args.batch_size or BATCH_SIZE
+    logger.info("translating %d sentences with %s: beam %d, %s length penalty, batches of %d", len(sentences),
+                args.model, config.beam_size, config.length_penalty.kind, batch_size)
+
+    results = translate(model, loaded.src_vocab, sentences, config, batch_size, args.device)
+    with contextlib.ExitStack() as files:  # every output appears at the end, or none on an error
+        out = files.enter_context(atomic_output(args.output))
+        alignments = files.enter_context(atomic_output(args.alignments)) if args.alignments else None
+        attention = files.enter_context(atomic_output(args.attention)) if args.attention else None
+        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True)):
+            outputs = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
+            if args.nbest:
+                for h, words in zip(hypotheses, outputs, strict=True):
+                    out.write(nbest_entry(sentence_id, words, label, h.score).line() + "\n")
+            else:
+                out.write(" ".join(outputs[0]) + "\n")
+            if alignments is not None:
+                alignments.write(format_alignment(hard_alignment(hypotheses[0], len(source))) + "\n")
+            if attention is not None:
+                record = attention_record(sentence_id, source, outputs[0], hypotheses[0].attention)
+                attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return 0

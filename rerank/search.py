@@ -1,0 +1,318 @@
+"""Batched beam search over whole batches of sentences; greedy search is a beam of 1.
+
+Every step works on tensors of B'·K rows (B' sentences still searched, K hypotheses each) and
+one call of ``model.step``; there is no loop over sentences or hypotheses. The encoder runs once
+per sentence, its state is repeated for the K hypotheses after the first step, and beams are
+reordered with ``DecoderState.index_select`` (without copying the source side, which the K rows
+of a sentence share).
+
+The search, step t (0-based) of a sentence:
+
+1. :func:`restrict` forbids ``<pad>`` and ``<s>``, and allows only ``</s>`` once a hypothesis has
+   ⌈max_ratio · source words⌉ words.
+2. :func:`top_candidates` takes the 2K best of the K·V one-word extensions by Σ ln p (all of length
+   t + 1, so this is also their order by any length-normalised score). At step 0 each sentence
+   has one hypothesis, ``<s>``, and from step 1 on K.
+3. Finished hypotheses are set aside (:class:`Finished`): an extension by ``</s>`` among the K best
+   candidates enters the sentence's N best finished hypotheses, ranked by Σ ln p / lp(|Y|); the K
+   best extensions by a word (:func:`live_candidates`) continue. At most K of the 2K candidates
+   end in ``</s>``, so K live ones are always left.
+4. A sentence is done when it has N finished hypotheses and its best live one, ranked as if it
+   finished now, is no better than the N-th of them. Σ ln p only falls, so without length
+   normalisation nothing live can enter the n-best list any more (for N = 1: the best hypothesis
+   is final once it beats everything live); with it this is the usual approximation, and the
+   maximum length ends every search. Done sentences leave the batch at once.
+
+Every hypothesis ends in ``</s>``, and its score is Σ ln p of its words and ``</s>``: the score
+forced decoding gives it (``model.score``). ``|Y|`` counts ``</s>``.
+
+Shapes: B sentences, B' sentences still searched, K beam, W hypotheses per sentence (1 at step 0,
+then K), R = B'·W rows, N n-best size, V target vocabulary, S source length (``</s>`` and padding
+included).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from rerank.models.seq2seq import Seq2Seq
+from rerank.vocab import BOS_ID, EOS_ID, PAD_ID
+
+LengthPenaltyKind = Literal["none", "average", "wu"]
+
+
+@dataclass(frozen=True)
+class LengthPenalty:
+    """lp(|Y|), by which a finished hypothesis' Σ ln p is divided to rank it; |Y| counts ``</s>``.
+
+    ``none``: 1 (rank by ln p); ``average``: |Y| (ln p per word); ``wu``: (5 + |Y|)^α / (5 + 1)^α
+    (Wu et al. 2016, arXiv:1609.08144, Eq. 14), which favours long outputs less than ``average``.
+    """
+
+    kind: LengthPenaltyKind = "none"
+    alpha: float = 0.6
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("none", "average", "wu"):
+            raise ValueError(f"length penalty must be none, average or wu, got {self.kind!r}")
+        if self.alpha < 0:
+            raise ValueError(f"the length penalty's alpha must be at least 0, got {self.alpha}")
+
+    def __call__(self, length: Tensor | int) -> Tensor | float:
+        if self.kind == "average":
+            return length
+        if self.kind == "wu":
+            return ((5 + length) / 6) ** self.alpha
+        return 1.0
+
+    def normalise(self, scores: Tensor, length: Tensor | int) -> Tensor:
+        """Σ ln p / lp(length): the score hypotheses are ranked by."""
+        return scores / self(length)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Beam size K, the n-best size N ≤ K, the length penalty, and the output length limit.
+
+    A hypothesis has at most ⌈max_ratio · source words⌉ words before ``</s>`` (none for an
+    empty source). ``beam_size: 1`` is greedy search.
+    """
+
+    beam_size: int = 10
+    nbest: int = 1
+    length_penalty: LengthPenalty = LengthPenalty()
+    max_ratio: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"the beam size must be at least 1, got {self.beam_size}")
+        if not 1 <= self.nbest <= self.beam_size:
+            raise ValueError(f"the n-best size must be between 1 and the beam size ({self.beam_size}), "
+                             f"got {self.nbest}")
+        if not self.max_ratio > 0:
+            raise ValueError(f"max_ratio must be positive, got {self.max_ratio}")
+
+
+@dataclass
+class Hypothesis:
+    """A finished translation of one sentence.
+
+    ``tokens``: target ids, without ``</s>``. ``score``: Σ ln p of the tokens and ``</s>``.
+    ``normalised``: ``score`` / lp(len(tokens) + 1), what the search ranks by. ``token_scores``:
+    ln p of each token then of ``</s>``. ``attention``: (len(tokens) + 1, source length with
+    ``</s>``), the weights with which each token and ``</s>`` was predicted; None for a model
+    without attention.
+    """
+
+    tokens: list[int]
+    score: float
+    normalised: float
+    token_scores: list[float]
+    attention: Tensor | None = None
+
+
+def restrict(log_probs: Tensor, at_max: Tensor) -> Tensor:
+    """``log_probs`` (R, V), changed in place so that ``<pad>`` and ``<s>`` are never chosen and rows
+    ``at_max`` (R,) may only choose ``</s>``. The ln p of what can still be chosen is untouched."""
+    log_probs[:, [PAD_ID, BOS_ID]] = -math.inf
+    if at_max.any():
+        rows = at_max.nonzero().squeeze(1)
+        eos = log_probs[rows, EOS_ID]
+        log_probs[rows] = -math.inf
+        log_probs[rows, EOS_ID] = eos
+    return log_probs
+
+
+def top_candidates(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The ``k`` best one-word extensions of each sentence's hypotheses, best first.
+
+    ``scores`` (B', W) are the Σ ln p of W hypotheses per sentence and ``log_probs`` (B', W, V)
+    their next-word ln p. Returns the extensions' Σ ln p, the hypotheses (0..W-1) they extend and
+    their words, each (B', k). Only a hypothesis' k best words can be among its sentence's k best
+    extensions, so those are taken first: W·k candidates per sentence instead of W·V.
+    """
+    sentences, width, vocab = log_probs.shape
+    per_row = min(k, vocab)
+    row_values, row_tokens = log_probs.topk(per_row, dim=2)  # (B', W, k)
+    candidates = (scores[:, :, None] + row_values).view(sentences, width * per_row)  # (B', W·k)
+    tokens = row_tokens.view(sentences, width * per_row)
+    beams = torch.arange(width, device=scores.device).repeat_interleave(per_row).expand(sentences, -1)
+    if width * per_row < k:  # fewer extensions than asked for: fill with impossible ones
+        missing = k - width * per_row
+        candidates = torch.nn.functional.pad(candidates, (0, missing), value=-math.inf)
+        tokens = torch.nn.functional.pad(tokens, (0, missing), value=PAD_ID)
+        beams = torch.nn.functional.pad(beams, (0, missing))
+    values, pick = candidates.topk(k, dim=1)  # (B', k)
+    return values, beams.gather(1, pick), tokens.gather(1, pick)
+
+
+def live_candidates(is_eos: Tensor, beam_size: int) -> Tensor:
+    """Positions (B', K) of the first ``beam_size`` candidates of each row of ``is_eos`` (B', 2K)
+    that do not end in ``</s>``, in rank order."""
+    return torch.argsort(is_eos.to(torch.uint8), dim=1, stable=True)[:, :beam_size]
+
+
+@dataclass
+class StepRecord:
+    """What step t chose, one entry per row after the step: enough to trace hypotheses back."""
+
+    parents: Tensor  # (R,) the row of the previous record each row extends
+    tokens: Tensor  # (R,) word t
+    token_scores: Tensor  # (R,) its ln p
+    attention: Tensor | None  # (R, S) the weights with which it was predicted
+
+
+@dataclass
+class Finished:
+    """The N best finished hypotheses of each sentence, best first by normalised score.
+
+    A slot is empty while its normalised score is −inf. A hypothesis that ends at step t has t
+    words, recorded by steps 0..t-1; ``rows`` is the row of its last word in record t - 1.
+    """
+
+    normalised: Tensor  # (B, N)
+    scores: Tensor  # (B, N) Σ ln p, </s> included
+    steps: Tensor  # (B, N) the step of its </s>: its number of words
+    rows: Tensor  # (B, N)
+    eos_scores: Tensor  # (B, N) ln p(</s>)
+    eos_attention: Tensor | None = None  # (B, N, S), from the first candidates with attention
+
+    @classmethod
+    def empty(cls, sentences: int, nbest: int, dtype: torch.dtype, device: torch.device) -> Finished:
+        def zeros(dtype: torch.dtype = dtype) -> Tensor:
+            return torch.zeros(sentences, nbest, dtype=dtype, device=device)
+
+        return cls(normalised=torch.full((sentences, nbest), -math.inf, dtype=dtype, device=device),
+                   scores=zeros(), steps=zeros(torch.long), rows=zeros(torch.long), eos_scores=zeros())
+
+    def add(self, sentences: Tensor, normalised: Tensor, scores: Tensor, step: int, rows: Tensor,
+            eos_scores: Tensor, eos_attention: Tensor | None = None) -> None:
+        """Merge candidates (B', K) of ``sentences`` (B',) into their N best; −inf marks a non-candidate."""
+        nbest = self.normalised.shape[1]
+        if eos_attention is not None and self.eos_attention is None:
+            self.eos_attention = eos_attention.new_zeros(self.normalised.shape[0], nbest, eos_attention.shape[-1])
+        best, pick = torch.cat([self.normalised[sentences], normalised], dim=1).topk(nbest, dim=1)  # (B', N)
+
+        def merge(old: Tensor, new: Tensor) -> Tensor:
+            both = torch.cat([old[sentences], new], dim=1)  # (B', N + K, ...)
+            index = pick.view(*pick.shape, *[1] * (both.dim() - 2)).expand(-1, -1, *both.shape[2:])
+            return both.gather(1, index)
+
+        self.normalised[sentences] = best
+        self.scores[sentences] = merge(self.scores, scores)
+        self.steps[sentences] = merge(self.steps, torch.full_like(rows, step))
+        self.rows[sentences] = merge(self.rows, rows)
+        self.eos_scores[sentences] = merge(self.eos_scores, eos_scores)
+        if self.eos_attention is not None:
+            self.eos_attention[sentences] = merge(self.eos_attention, eos_attention)
+
+    def worst(self, sentences: Tensor) -> Tensor:
+        """The normalised score (B',) a live hypothesis must beat: the N-th best finished one, or −inf."""
+        return self.normalised[sentences, -1]
+
+
+@torch.inference_mode()
+def beam_search(model: Seq2Seq, src: Tensor, src_len: Tensor, config: SearchConfig) -> list[list[Hypothesis]]:
+    """The ``config.nbest`` best hypotheses of each source sentence (B, S) of lengths (B,), best first.
+
+    Sources are ids followed by ``</s>`` (:func:`rerank.data.to_ids`), padded. A sentence gets fewer
+    than N hypotheses only when fewer exist within the length limit (an empty source has one).
+    """
+    if model.training:
+        raise ValueError("beam search needs the model in evaluation mode (model.eval()): dropout is on")
+    sentences, k = src.shape[0], config.beam_size
+    device = src.device
+    max_words = torch.ceil(config.max_ratio * (src_len.to(device) - 1).double()).long()  # (B,)
+    state = model.encode(src, src_len)  # one <s> hypothesis per sentence: B rows, then B'·K after step 0
+    width = 1  # hypotheses per sentence
+    scores = torch.zeros(sentences, dtype=state.hidden.dtype, device=device)  # (R,) Σ ln p
+    prev = torch.full((sentences,), BOS_ID, dtype=torch.long, device=device)  # (R,) last words
+    active = torch.arange(sentences, device=device)  # (B',) the sentences still searched
+    origin = torch.arange(sentences, device=device)  # (R,) each row's row in the last record
+    finished = Finished.empty(sentences, config.nbest, scores.dtype, device)
+    history: list[StepRecord] = []
+    penalty = config.length_penalty
+    for step in range(int(max_words.max()) + 1):
+        log_probs, state = model.step(prev, state)  # (R, V)
+        restrict(log_probs, at_max=(max_words[active] == step).repeat_interleave(width))
+        values, beams, tokens = top_candidates(scores.view(len(active), width),
+                                               log_probs.view(len(active), width, -1), 2 * k)  # (B', 2K)
+        rows = beams + torch.arange(len(active), device=device)[:, None] * width  # (B', 2K) rows of this step
+        is_eos = tokens == EOS_ID
+
+        ends = is_eos[:, :k]  # (B', K) finished hypotheses among the K best candidates
+        if ends.any():
+            end_rows = rows[:, :k]
+            finished.add(active, penalty.normalise(values[:, :k], step + 1).masked_fill(~ends, -math.inf),
+                         values[:, :k], step, origin[end_rows], log_probs[end_rows, EOS_ID],
+                         None if state.attention is None else state.attention[end_rows])
+
+        keep = live_candidates(is_eos, k)  # (B', K)
+        values, rows, tokens = values.gather(1, keep), rows.gather(1, keep).view(-1), tokens.gather(1, keep).view(-1)
+        state = state.index_select(rows, same_sources=width == k)  # K rows per sentence from here on
+        history.append(StepRecord(parents=origin[rows], tokens=tokens, token_scores=log_probs[rows, tokens],
+                                  attention=state.attention))
+        scores, prev, width = values.view(-1), tokens, k
+        origin = torch.arange(len(rows), device=device)
+
+        done = penalty.normalise(values[:, 0], step + 1) <= finished.worst(active)  # (B',)
+        if done.all():
+            break
+        if done.any():
+            kept = (~done).nonzero().squeeze(1)  # (B'',)
+            origin = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)
+            active = active[kept]
+            state, scores, prev = state.index_select(origin), scores[origin], prev[origin]
+    return collect(finished, history, src_len)
+
+
+def collect(finished: Finished, history: list[StepRecord], src_len: Tensor) -> list[list[Hypothesis]]:
+    """The finished hypotheses of each sentence, traced back through ``history``."""
+    sentences, nbest = finished.scores.shape
+    slots = sentences * nbest
+    ends = finished.steps.reshape(-1)  # (B·N,) each hypothesis' number of words
+    pointer = finished.rows.reshape(-1).clone()
+    length = len(history) + 1  # words and </s>
+    device = ends.device
+    tokens = torch.full((slots, length), PAD_ID, dtype=torch.long, device=device)
+    token_scores = torch.zeros(slots, length, dtype=finished.scores.dtype, device=device)
+    attention = None
+    if finished.eos_attention is not None:
+        attention = torch.zeros(slots, length, finished.eos_attention.shape[-1], dtype=finished.scores.dtype,
+                                device=device)
+    for t in reversed(range(len(history))):  # one vectorised step back for every hypothesis at once
+        on = (ends > t).nonzero().squeeze(1)
+        record, rows = history[t], pointer[on]
+        tokens[on, t] = record.tokens[rows]
+        token_scores[on, t] = record.token_scores[rows]
+        if attention is not None:
+            attention[on, t] = record.attention[rows]
+        pointer[on] = record.parents[rows]
+    slot = torch.arange(slots, device=device)
+    token_scores[slot, ends] = finished.eos_scores.reshape(-1)
+    if attention is not None:
+        attention[slot, ends] = finished.eos_attention.reshape(slots, -1)
+
+    normalised = finished.normalised.reshape(-1).tolist()
+    scores = finished.scores.reshape(-1).tolist()
+    ends_list, token_list, score_list = ends.tolist(), tokens.tolist(), token_scores.tolist()
+    lengths = src_len.tolist()
+    attention = attention.cpu() if attention is not None else None
+    results: list[list[Hypothesis]] = []
+    for b in range(sentences):
+        hypotheses = []
+        for i in range(b * nbest, (b + 1) * nbest):
+            if normalised[i] == -math.inf:
+                break
+            end = ends_list[i]
+            hypotheses.append(Hypothesis(
+                tokens=token_list[i][:end], score=scores[i], normalised=normalised[i],
+                token_scores=score_list[i][: end + 1],
+                attention=None if attention is None else attention[i, : end + 1, : lengths[b]]))
+        results.append(hypotheses)
+    return results

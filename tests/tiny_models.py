@@ -1,0 +1,116 @@
+"""Tiny models for the search, attention and translate tests, and a model directory on disk.
+
+:func:`tiny_model` is random (seeded); :func:`taught_model` has learnt a little of a toy task
+(each source word maps to one target word, in order) in a second, so that its outputs end at
+different lengths and its scores are peaked, as a trained model's are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import torch
+import yaml
+
+from rerank.config import to_dict
+from rerank.data import pad
+from rerank.models import AttentionConfig, ModelConfig, Seq2Seq, build_model
+from rerank.models.checkpoint import CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, save_state
+from rerank.models.seq2seq import token_log_probs
+from rerank.vocab import EOS_ID, Vocabulary
+
+# (architecture, decoder, input feeding): every decoder style
+DECODERS = [("encdec", "bahdanau", False), ("rnnsearch", "bahdanau", False), ("rnnsearch", "luong", False),
+            ("rnnsearch", "luong", True)]
+SCORES = ["additive", "dot", "general", "location"]
+WINDOWS = ["global", "local-m", "local-p"]
+
+
+def tiny_config(architecture: str = "rnnsearch", decoder: str = "bahdanau", input_feeding: bool = False,
+                score: str = "additive", window: str = "global", width: int = 2,
+                max_source_length: int = 20) -> ModelConfig:
+    """A model of 16 units; the dot score gets an encoder of 8 units per direction to match."""
+    return ModelConfig(architecture=architecture, embedding_size=12, hidden_size=16, maxout_size=8,
+                       encoder_hidden_size=8 if score == "dot" else None, decoder=decoder,
+                       input_feeding=input_feeding,
+                       attention=AttentionConfig(score=score, window=window, width=width, hidden_size=16,
+                                                 max_source_length=max_source_length))
+
+
+def tiny_model(config: ModelConfig, src_vocab: int = 30, trg_vocab: int = 25, seed: int = 0,
+               dtype: torch.dtype = torch.float64, biases: dict[int, float] | None = None) -> Seq2Seq:
+    """A seeded random model in evaluation mode; ``biases`` raise the output logits of some ids
+    (default: ``</s>`` by 2, so that hypotheses end at different lengths)."""
+    torch.manual_seed(seed)
+    model = build_model(config, src_vocab, trg_vocab).to(dtype).eval()
+    layer = output_layer(model)
+    with torch.no_grad():
+        for token, bias in (biases if biases is not None else {EOS_ID: 2.0}).items():
+            layer.bias[token] += bias
+    return model
+
+
+def taught_model(config: ModelConfig, updates: int = 60, src_vocab: int = 30, trg_vocab: int = 25,
+                 seed: int = 0) -> Seq2Seq:
+    """:func:`tiny_model` trained on random sentences of 1-8 words, target word
+    ``4 + w mod (trg_vocab - 4)`` for source word ``w``; returned in float64."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def batches() -> Iterator[tuple[list[list[int]], list[list[int]]]]:
+        for _ in range(updates):
+            lengths = torch.randint(1, 9, (32,), generator=generator).tolist()
+            sources = [torch.randint(4, src_vocab, (n,), generator=generator).tolist() for n in lengths]
+            yield sources, [[4 + w % (trg_vocab - 4) for w in s] for s in sources]
+
+    return teach(tiny_model(config, src_vocab, trg_vocab, seed, dtype=torch.float32, biases={}), batches())
+
+
+def teach(model: Seq2Seq, batches: Iterable[tuple[list[list[int]], list[list[int]]]]) -> Seq2Seq:
+    """``model`` trained with Adam on ``batches`` of (sources, targets) ids without ``</s>``;
+    returned in float64 and evaluation mode."""
+    model.train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    for sources, targets in batches:
+        src, src_len = pad([s + [EOS_ID] for s in sources])
+        trg, _ = pad([t + [EOS_ID] for t in targets])
+        loss = -token_log_probs(model(src, src_len, trg), trg).sum() / len(sources)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.to(torch.float64).eval()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one thread: tiny tensors only lose time to thread hand-offs on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def output_layer(model: Seq2Seq) -> torch.nn.Linear:
+    """The layer that gives the logits: W_o of the deep output, or Luong's W_s."""
+    layer = getattr(model, "deep_output", None) or model.output
+    return layer if isinstance(layer, torch.nn.Linear) else layer.project
+
+
+def all_models() -> list[tuple[str, ModelConfig]]:
+    """One configuration per decoder style, with the attention varied across them."""
+    return [(f"{a}-{d}{'-feed' if f else ''}-{s}-{w}", tiny_config(a, d, f, s, w))
+            for (a, d, f), s, w in zip(DECODERS, ["additive", "general", "dot", "location"],
+                                       ["global", "local-p", "local-m", "global"], strict=True)]
+
+
+def save_model_dir(directory: Path, model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary) -> Path:
+    """``directory`` as :func:`rerank.models.checkpoint.load_model` reads it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / CONFIG).write_text(yaml.safe_dump({"model": to_dict(model.config)}, sort_keys=False))
+    src_vocab.save(directory / SRC_VOCAB)
+    trg_vocab.save(directory / TRG_VOCAB)
+    save_state({"model": model.float().state_dict()}, directory / WEIGHTS)
+    return directory
