@@ -6,6 +6,7 @@ with ``kind`` plus that config's keys::
     features:
       - {kind: kenlm, name: LM1, path: lm/train.fr.4.arpa}
       - {kind: word-penalty, name: WP1}
+      - {kind: nmt, model: runs/encdec-small}      # RNN0 (RNNsearch0 for an RNNsearch model)
 
 Modules are imported explicitly below, so the registry holds exactly what is listed here.
 """
@@ -44,7 +45,8 @@ def build_feature(spec: Mapping[str, Any], source: str = "config") -> Feature:
     cls = FEATURES[kind]
     config = from_dict(cls.Config, {k: v for k, v in spec.items() if k != "kind"}, source, prefix=kind)
     try:
-        check_label(config.name)
+        if config.name is not None:  # None: the feature chooses its label (nmt: from the model's architecture)
+            check_label(config.name)
     except ValueError as e:
         raise ConfigError(f"{source}: {kind}: {e}") from None
     return cls(config)
@@ -61,6 +63,6 @@ def build_features(specs: Sequence[Mapping[str, Any]], source: str = "config") -
 
 
 # Explicit imports: each module registers its kinds.
-from features import language_model, word_penalty  # noqa: E402,F401
+from features import language_model, nmt, word_penalty  # noqa: E402,F401
 
 __all__ = ["FEATURES", "Feature", "Pair", "build_feature", "build_features", "register_feature"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Iterator, Sequence
@@ -71,11 +72,11 @@ def to_ids(sentences: Sequence[Sentence], vocab: Vocabulary) -> list[list[int]]:
 
 def pad(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor]:
     """A (B, L) tensor of ids padded with ``<pad>``, and the lengths (B,)."""
-    lengths = torch.tensor([len(s) for s in sequences], dtype=torch.long)
-    batch = torch.full((len(sequences), int(lengths.max())), PAD_ID, dtype=torch.long)
-    for i, s in enumerate(sequences):
-        batch[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-    return batch, lengths
+    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
+    batch = np.full((len(sequences), int(lengths.max())), PAD_ID, dtype=np.int64)
+    ids = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
+    batch[np.arange(batch.shape[1]) < lengths[:, None]] = ids  # row by row, as chain() reads them
+    return torch.from_numpy(batch), torch.from_numpy(lengths)
 
 
 @dataclass

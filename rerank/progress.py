@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO, TypeVar
 
 logger = logging.getLogger(__name__)
@@ -40,10 +40,10 @@ class ProgressBar:
             self.last = now
             self._show(self.describe(now))
 
-    def track(self, items: Iterable[T]) -> Iterator[T]:
-        """The items, counted as they pass."""
+    def track(self, items: Iterable[T], size: Callable[[T], int] | None = None) -> Iterator[T]:
+        """The items, counted as they pass; ``size`` counts what an item holds (``len`` for batches)."""
         for item in items:
-            self.update()
+            self.update(size(item) if size is not None else 1)
             yield item
 
     def close(self) -> str:

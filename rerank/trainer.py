@@ -163,7 +163,7 @@ class Trainer:
         if t.optimizer == "adadelta":
             return torch.optim.Adadelta(self.model.parameters(), lr=t.learning_rate, rho=t.adadelta_rho,
                                         eps=t.adadelta_eps)
-        return torch.optim.Adam(self.model.parameters(), lr=t.learning_rate)
+        return torch.optim.Adam(self.model.parameters(), lr=t.learning_rate, fused=True)
 
     def _resume(self) -> None:
         path = self.out / CHECKPOINT
@@ -171,7 +171,7 @@ class Trainer:
         load_model_weights(self.model, state.get("model"), path)
         try:
             self.optimizer.load_state_dict(state["optimizer"])
-            self.progress = Progress(**{**state["progress"], "finished": ""})
+            self.progress = Progress(**state["progress"])
             torch.set_rng_state(state["rng"])
         except (KeyError, TypeError, ValueError) as e:
             raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
@@ -183,51 +183,62 @@ class Trainer:
                     "progress": vars(self.progress), "rng": torch.get_rng_state()}, self.out / CHECKPOINT)
 
     def train(self) -> Progress:
-        """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress."""
-        t = self.config.training
-        p = self.progress
-        if p.bad_validations >= t.patience:
-            logger.info("%s: training had already stopped early", self.out)
+        """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress.
+
+        A run that already met its limits does nothing: raise a limit to train further.
+        """
+        t, p = self.config.training, self.progress
+        p.finished = self._stop_reason()
+        if p.finished:
+            logger.info("%s: nothing to do, training %s", self.out, p.finished)
             return p
         started = time.monotonic() - p.seconds
         window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
         total_updates = self._planned_updates()
+        batches, batches_epoch = [], -1
         self.model.train()
-        while p.epoch < t.max_epochs and not p.finished:
-            batches = bucketed_order(self.train_lengths, t.batch_size, t.bucket_window,
-                                     np.random.default_rng([t.seed, p.epoch]))
-            while p.batch < len(batches) and not p.finished:
-                indices = batches[p.batch]
-                loss_sum, tokens = self._update(indices)
-                p.batch += 1
-                p.updates += 1
-                window_tokens += tokens
-                window_loss += loss_sum
-                window_updates += 1
-                p.seconds = time.monotonic() - started
-                if p.updates % t.log_every == 0:
-                    elapsed = time.monotonic() - window_start
-                    rate = window_updates / elapsed
-                    eta = (total_updates - p.updates) / rate if total_updates else float("nan")
-                    logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
-                                "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
-                                window_tokens / elapsed, p.learning_rate, _duration(eta))
-                    window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
-                if t.max_updates is not None and p.updates >= t.max_updates:
-                    p.finished = f"reached max_updates {t.max_updates}"
-                elif t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
-                    p.finished = f"reached max_minutes {t.max_minutes}"
-                if p.updates % t.valid_every == 0 or p.finished:
-                    self._validate()
-            if p.batch >= len(batches):
-                p.epoch += 1
-                p.batch = 0
-        if not p.finished:
-            p.finished = f"reached max_epochs {t.max_epochs}"
-            self._validate()
+        while not p.finished:
+            if batches_epoch != p.epoch:
+                batches = bucketed_order(self.train_lengths, t.batch_size, t.bucket_window,
+                                         np.random.default_rng([t.seed, p.epoch]))
+                batches_epoch = p.epoch
+            loss_sum, tokens = self._update(batches[p.batch])
+            p.updates += 1
+            p.batch += 1
+            if p.batch == len(batches):
+                p.epoch, p.batch = p.epoch + 1, 0
+            p.seconds = time.monotonic() - started
+            window_tokens += tokens
+            window_loss += loss_sum
+            window_updates += 1
+            if p.updates % t.log_every == 0:
+                elapsed = time.monotonic() - window_start
+                rate = window_updates / elapsed
+                eta = (total_updates - p.updates) / rate if total_updates else float("nan")
+                logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
+                            "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
+                            window_tokens / elapsed, p.learning_rate, _duration(eta))
+                window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
+            p.finished = self._stop_reason()
+            if p.finished or p.updates % t.valid_every == 0:
+                self._validate()
+                p.finished = self._stop_reason()
         logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f", self.out, p.finished,
                     p.updates, _duration(p.seconds), p.best_ppl)
         return p
+
+    def _stop_reason(self) -> str:
+        """Why training must stop now, or ``""``."""
+        t, p = self.config.training, self.progress
+        if p.bad_validations >= t.patience:
+            return f"stopped early: no improvement in {t.patience} validations"
+        if t.max_updates is not None and p.updates >= t.max_updates:
+            return f"reached max_updates {t.max_updates}"
+        if t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
+            return f"reached max_minutes {t.max_minutes:g}"
+        if p.epoch >= t.max_epochs:
+            return f"reached max_epochs {t.max_epochs}"
+        return ""
 
     def _planned_updates(self) -> int:
         t = self.config.training
@@ -260,8 +271,6 @@ class Trainer:
                 p.learning_rate *= t.lr_decay
                 for group in self.optimizer.param_groups:
                     group["lr"] = p.learning_rate
-            if p.bad_validations >= t.patience and not p.finished:
-                p.finished = f"stopped early: no improvement in {t.patience} validations"
         logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
                     " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
         self._save_checkpoint()

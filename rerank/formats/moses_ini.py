@@ -166,12 +166,35 @@ class MosesIni:
         return self._with_added_score_old(table, weight) if self.is_old_format else \
             self._with_added_score_modern(table, weight)
 
-    def _with_added_score_modern(self, table: str, weight: float) -> MosesIni:
+    def feature(self, name: str) -> FeatureLine:
+        """The ``[feature]`` line of feature ``name``."""
         features = {f.name: f for f in self.features()}
-        if table not in features:
-            raise RerankError(f"{self.path}: no feature named {table!r} in [feature]; "
+        if name not in features:
+            raise RerankError(f"{self.path}: no feature named {name!r} in [feature]; "
                               f"features: {', '.join(features)}")
-        feature = features[table]
+        return features[name]
+
+    def with_table_path(self, table: str, path: str) -> MosesIni:
+        """A copy where phrase table ``table`` (named as for :meth:`with_added_score`) is read from ``path``."""
+        if not path or any(c.isspace() for c in path):
+            raise RerankError(f"{self.path}: Moses cannot read an empty table path or one with spaces: {path!r}")
+        copy = MosesIni(self.lines, self.path)
+        if self.is_old_format:
+            for i in self._content("ttable-file"):
+                fields = self.lines[i].split()
+                if fields[-1] == table:
+                    copy.lines[i] = " ".join([*fields[:-1], path])
+                    return copy
+            raise RerankError(f"{self.path}: no table {table!r} in [ttable-file]")
+        feature = self.feature(table)
+        if "path" not in feature.args:
+            raise FormatError(self.path, feature.index + 1, f"a path= argument for {table}",
+                              got=self.lines[feature.index])
+        copy.lines[feature.index] = re.sub(r"(?<=\spath=)\S+", lambda _: path, self.lines[feature.index])
+        return copy
+
+    def _with_added_score_modern(self, table: str, weight: float) -> MosesIni:
+        feature = self.feature(table)
         if "num-features" not in feature.args:
             raise FormatError(self.path, feature.index + 1, f"a num-features= argument for {table}",
                               got=self.lines[feature.index])

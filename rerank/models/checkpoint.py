@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from rerank.config import from_dict, load_yaml
+from rerank.config import from_dict, load_yaml, save_config
 from rerank.errors import RerankError
 from rerank.models import ModelConfig, Seq2Seq, build_model
 from rerank.vocab import Vocabulary
@@ -70,6 +70,8 @@ def load_state(path: str | os.PathLike, device: str | torch.device = "cpu") -> d
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise RerankError(f"{path}: refused: not a plain weights file ({first})") from None
+    except OSError as e:  # a truncated or corrupt archive, a directory, no permission
+        raise RerankError(f"{path}: refused: cannot read it as a weights file ({e.strerror or e})") from None
     if not isinstance(state, dict):
         raise RerankError(f"{path}: refused: expected a dictionary of tensors, got {type(state).__name__}")
     return state
@@ -113,3 +115,14 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu",
     load_model_weights(model, load_state(path, device).get("model"), path)
     model.to(device).eval()
     return LoadedModel(model, src_vocab, trg_vocab, config, directory)
+
+
+def save_model(directory: str | os.PathLike, model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary) -> Path:
+    """Write ``directory`` as :func:`load_model` reads it: the model's config, both vocabularies, its weights."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_config({"model": model.config}, directory / CONFIG)
+    src_vocab.save(directory / SRC_VOCAB)
+    trg_vocab.save(directory / TRG_VOCAB)
+    save_state({"model": model.state_dict()}, directory / WEIGHTS)
+    return directory

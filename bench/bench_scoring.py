@@ -1,0 +1,287 @@
+"""Throughput of batched forced-decoding scores on the real Multi30k Moses files, against a naive loop
+and against this machine's own fp32 matrix-multiply rate.
+
+For each small config (``configs/encdec-small.yaml``, ``configs/rnnsearch-small.yaml``), with a trained
+model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
+training data (throughput does not depend on the weights), it prints:
+
+* phrase pairs/s of :class:`rerank.scoring.Scorer` on the first ``--pairs`` lines of the real phrase table;
+* n-best hypotheses/s on the whole test_2016_flickr 100-best list (64,736 hypotheses, 1,000 sources);
+* pairs/s of a naive loop that encodes and scores one pair at a time, on a sample of the same lines;
+* the achieved FLOP rate, as a share of the fp32 ``torch.mm`` rate (1024 x 1024) measured just before
+  each timed run. FLOPs are the model's useful matrix-multiply FLOPs as
+  ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
+  distinct source of a window, a decoder pass per pair, at their own lengths;
+* peak resident memory of this process.
+
+With ``--full-table`` it also runs ``rerank score-table`` on the whole table (1,219,049 lines) in a
+process of its own, reports its time and peak memory, and checks that every input line is in the
+output, byte-identical but for the added value. The machine is shared: each run is repeated
+(``--repeat``) and the load average is printed.
+
+    python bench/bench_scoring.py
+    python bench/bench_scoring.py --threads 1 2 --repeat 3
+    python bench/bench_scoring.py --configs encdec-small --model runs/encdec-small --full-table
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from rerank.config import load_yaml
+from rerank.data import pad, to_ids
+from rerank.formats.files import read_text
+from rerank.formats.nbest import read_nbest
+from rerank.formats.phrase_table import read_phrase_table
+from rerank.models import Seq2Seq, build_model
+from rerank.models.checkpoint import load_model, save_model
+from rerank.models.seq2seq import shift_right, token_log_probs
+from rerank.scoring import Pair, Scorer
+from rerank.trainer import load_train_config
+from rerank.vocab import EOS_ID, Vocabulary
+
+REPO = Path(__file__).resolve().parents[1]
+SEPARATOR = b"|||"
+
+
+@dataclass
+class Workload:
+    name: str
+    unit: str
+    pairs: list[Pair]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="the real data")
+    parser.add_argument("--configs", nargs="+", default=["encdec-small", "rnnsearch-small"], help="configs/*.yaml")
+    parser.add_argument("--model", type=Path, help="a trained model directory (one config only)")
+    parser.add_argument("--pairs", type=int, default=50_000, help="phrase-table lines timed (0: all)")
+    parser.add_argument("--naive", type=int, default=300, help="pairs in the naive loop's sample")
+    parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
+    parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
+    parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
+    args = parser.parse_args(argv)
+    if args.model and len(args.configs) != 1:
+        parser.error("--model goes with one config")
+    table = args.data / "moses-multi30k" / "model" / "phrase-table.gz"
+    workloads = [Workload(f"phrase table, first {args.pairs or 'all'} lines", "pairs", table_pairs(table, args.pairs)),
+                 Workload("n-best, test_2016_flickr 100-best", "hyps", nbest_pairs(args.data))]
+    print(f"{os.cpu_count()} CPUs, torch {torch.__version__}, threads {args.threads}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    for name in args.configs:
+        scorer = make_scorer(name, args.model)
+        print(f"\n== {name}: {scorer.model.config.architecture}, vocabularies {len(scorer.src_vocab)} / "
+              f"{len(scorer.trg_vocab)}, {'weights of ' + str(args.model) if args.model else 'random weights'}")
+        cost = FlopModel.calibrate(scorer.model)
+        for workload in workloads:
+            flops = cost.useful_flops(scorer, workload.pairs)
+            print(f"{workload.name}: {len(workload.pairs):,} {workload.unit}, "
+                  f"{flops / len(workload.pairs) / 1e6:.1f} MFLOP per {workload.unit[:-1]}")
+            for threads in args.threads:
+                torch.set_num_threads(threads)
+                runs = [timed(lambda: list(scorer.score(workload.pairs))) for _ in range(args.repeat)]
+                report(f"  batched, {threads} thread(s)", workload.unit, len(workload.pairs), flops, runs)
+        sample = table_sample(workloads[0].pairs, args.naive)
+        for threads in args.threads:
+            torch.set_num_threads(threads)
+            runs = [timed(lambda: naive_scores(scorer, sample)) for _ in range(args.repeat)]
+            report(f"  naive loop, {threads} thread(s), {len(sample)} sampled phrase pairs", "pairs", len(sample),
+                   cost.useful_flops(scorer, sample, window=1), runs)
+        print(f"  peak resident memory of this process so far: {peak_rss_mib():,.0f} MiB")
+        if args.full_table:
+            full_table_run(scorer, table, args.model, args.threads[-1])
+    print(f"\nload average after the runs: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+def make_scorer(name: str, model_dir: Path | None) -> Scorer:
+    """The trained model in ``model_dir``, or the config's architecture with random weights and the
+    vocabulary sizes the config gives on its real training data."""
+    if model_dir is not None:
+        return Scorer.from_loaded(load_model(model_dir))
+    config = load_train_config(REPO / "configs" / f"{name}.yaml")
+    data = config.data
+    sources = (line.split() for line in read_text(REPO / data.train.source))
+    targets = (line.split() for line in read_text(REPO / data.train.target))
+    src_vocab = Vocabulary.build(sources, data.src_vocab_size)
+    trg_vocab = Vocabulary.build(targets, data.trg_vocab_size)
+    torch.manual_seed(0)
+    return Scorer(build_model(config.model, len(src_vocab), len(trg_vocab)), src_vocab, trg_vocab)
+
+
+def table_pairs(path: Path, lines: int) -> list[Pair]:
+    entries = read_phrase_table(path)
+    return [(e.source.split(), e.target.split()) for e in (itertools.islice(entries, lines) if lines else entries)]
+
+
+def nbest_pairs(data: Path) -> list[Pair]:
+    sources = read_text(data / "multi30k" / "tok" / "test_2016_flickr.lc.norm.tok.en")
+    nbest = data / "moses-multi30k" / "nbest" / "test_2016_flickr.100best.gz"
+    return [(sources[e.sentence_id].split(), e.tokens) for e in read_nbest(nbest)]
+
+
+def table_sample(pairs: list[Pair], size: int) -> list[Pair]:
+    """Every k-th pair, so that the sample has the slice's mix of lengths."""
+    return pairs[:: max(1, len(pairs) // size)][:size]
+
+
+def timed(work: Callable[[], object]) -> tuple[float, float]:
+    """The fp32 matmul rate (FLOP/s) just before, and the seconds ``work`` takes."""
+    rate = matmul_rate()
+    start = time.perf_counter()
+    work()
+    return rate, time.perf_counter() - start
+
+
+def matmul_rate(size: int = 1024, repeat: int = 10) -> float:
+    """Best fp32 ``torch.mm`` rate of ``size`` x ``size`` matrices, in FLOP/s."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = min(timed_once(lambda: torch.mm(a, b)) for _ in range(repeat))
+    return 2 * size ** 3 / best
+
+
+def timed_once(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def report(label: str, unit: str, count: int, flops: float, runs: list[tuple[float, float]]) -> None:
+    """Median and best of the runs: items/s, achieved GFLOP/s, and its share of the matmul rate of that run."""
+    rates = [count / seconds for _, seconds in runs]
+    shares = [flops / seconds / mm for mm, seconds in runs]
+    best = int(np.argmax(rates))
+    print(f"{label}: {unit}/s median {statistics.median(rates):,.0f}, best {rates[best]:,.0f}; "
+          f"{flops / runs[best][1] / 1e9:.1f} GFLOP/s at best = {100 * shares[best]:.0f}% of the matmul rate "
+          f"({runs[best][0] / 1e9:.0f} GFLOP/s; median share {100 * statistics.median(shares):.0f}%, "
+          f"matmul rates {', '.join(f'{mm / 1e9:.0f}' for mm, _ in runs)})")
+
+
+def naive_scores(scorer: Scorer, pairs: list[Pair]) -> list[float]:
+    """One pair at a time: encode its source, force-decode its target."""
+    model, scores = scorer.model, []
+    with torch.inference_mode():
+        for source, target in pairs:
+            src, src_len = pad(to_ids([source], scorer.src_vocab))
+            trg, _ = pad(to_ids([target], scorer.trg_vocab))
+            scores.append(float(model.score(model.encode(src, src_len), trg)))
+    return scores
+
+
+@dataclass
+class FlopModel:
+    """Matrix-multiply FLOPs of a model as functions of the source length S and target length T (with </s>):
+    encoder a + b S, decoder c + d S + e T + f S T (attention costs S per target step); exact for these models."""
+
+    encoder: np.ndarray  # (a, b)
+    decoder: np.ndarray  # (c, d, e, f)
+
+    @classmethod
+    def calibrate(cls, model: Seq2Seq) -> FlopModel:
+        encoder = np.linalg.solve([[1, 1], [1, 2]], [encoder_flops(model, s) for s in (1, 2)])
+        points = [(1, 1), (2, 1), (1, 2), (2, 2)]
+        decoder = np.linalg.solve([[1, s, t, s * t] for s, t in points],
+                                  [decoder_flops(model, s, t) for s, t in points])
+        result = cls(encoder, decoder)
+        assert result.encoder_cost(7) == encoder_flops(model, 7)
+        assert result.decoder_cost(5, 9) == decoder_flops(model, 5, 9)
+        return result
+
+    def encoder_cost(self, length: int) -> float:
+        return float(self.encoder @ [1, length])
+
+    def decoder_cost(self, source: int, target: int) -> float:
+        return float(self.decoder @ [1, source, target, source * target])
+
+    def useful_flops(self, scorer: Scorer, pairs: list[Pair], window: int | None = None) -> float:
+        """The FLOPs the scorer needs: an encoder pass per distinct source of each window, a decoder pass per pair."""
+        total = 0.0
+        windows = scorer.windows(pairs) if window is None else \
+            (pairs[i: i + window] for i in range(0, len(pairs), window))
+        for part in windows:
+            total += sum(self.encoder_cost(len(s) + 1) for s in {tuple(s) for s, _ in part})
+            total += sum(self.decoder_cost(len(s) + 1, len(t) + 1) for s, t in part)
+        return total
+
+
+def encoder_flops(model: Seq2Seq, length: int) -> int:
+    src, src_len = pad([[4] * (length - 1) + [EOS_ID]])
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        model.encode(src, src_len)
+    return counter.get_total_flops()
+
+
+def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
+    src, src_len = pad([[4] * (source - 1) + [EOS_ID]])
+    trg, _ = pad([[4] * (target - 1) + [EOS_ID]])
+    with torch.inference_mode():
+        state = model.encode(src, src_len)
+        with FlopCounterMode(display=False) as counter:
+            logits, _ = model.teacher_forced(state, shift_right(trg))
+            token_log_probs(logits, trg)
+    return counter.get_total_flops()
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def full_table_run(scorer: Scorer, table: Path, model_dir: Path | None, threads: int) -> None:
+    """``rerank score-table`` on the whole table in a process of its own; then a line-by-line check."""
+    with tempfile.TemporaryDirectory() as directory:
+        if model_dir is None:
+            model_dir = save_model(Path(directory) / "model", scorer.model, scorer.src_vocab, scorer.trg_vocab)
+        out = Path(directory) / "scored.gz"
+        command = [sys.executable, "-m", "rerank", "-q", "score-table", str(table), "-o", str(out),
+                   "--model", str(model_dir), "--threads", str(threads)]
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=REPO)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"score-table failed: {' '.join(command)}")
+        lines = check_appended(table, out)
+        print(f"  rerank score-table, whole table, {threads} thread(s): {lines:,} lines in {wall:.0f} s "
+              f"({lines / wall:,.0f} pairs/s, start-up and gzip included), "
+              f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, "
+              f"peak resident memory {usage.ru_maxrss / 1024:,.0f} MiB; every line identical but for the added value")
+
+
+def check_appended(table: Path, out: Path) -> int:
+    """The number of lines; exits if a line of ``out`` is not its line of ``table`` plus one value in field 3."""
+    with gzip.open(table, "rb") as before, gzip.open(out, "rb") as after:
+        count = 0
+        for count, (old, new) in enumerate(itertools.zip_longest(before, after), 1):
+            if old is None or new is None:
+                sys.exit(f"{out}: line {count}: the output has {'more' if old is None else 'fewer'} lines")
+            old_fields, new_fields = old.split(SEPARATOR), new.split(SEPARATOR)
+            body = old_fields[2].rstrip(b" ")
+            trailing = old_fields[2][len(body):]
+            added = new_fields[2][len(body) + 1: len(new_fields[2]) - len(trailing)]
+            if (len(new_fields) != len(old_fields) or new_fields[:2] != old_fields[:2]
+                    or new_fields[3:] != old_fields[3:] or new_fields[2] != body + b" " + added + trailing
+                    or not added or b" " in added or not 0 < float(added) <= 1):
+                sys.exit(f"{out}: line {count} differs from the input by more than one value: {new[:200]!r}")
+    return count
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Neural translation model features: ln p(hypothesis | source) under an RNN encoder-decoder or RNNsearch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from features import register_feature
+from features.base import Pair
+from rerank.errors import ConfigError
+
+DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}
+
+
+@register_feature("nmt")
+class NeuralTranslationModel:
+    """ln p(hypothesis | source), ``</s>`` included, by forced decoding (Cho et al. 2014, Sec. 4.1 and 4.2).
+
+    The label is ``RNN0`` for an encoder-decoder (``architecture: encdec``) and ``RNNsearch0`` for
+    RNNsearch unless ``name`` says otherwise. The source sentence is encoded once for all its
+    hypotheses. Unset sizes keep the defaults of :class:`rerank.scoring.ScoringConfig`.
+    """
+
+    @dataclass(frozen=True)
+    class Config:
+        model: str  # model directory written by ``rerank train``
+        name: str | None = None
+        max_tokens: int | None = None  # padded target tokens per batch
+        window: int | None = None  # hypotheses sorted and scored together
+        device: str = "cpu"
+        threads: int | None = None  # torch CPU threads; default: all cores
+
+    needs_source = True
+    dims = 1
+
+    def __init__(self, config: Config):
+        import torch
+
+        from rerank.scoring import Scorer, ScoringConfig, torch_device
+
+        try:
+            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
+                                       if (value := getattr(config, key)) is not None})
+        except ValueError as e:
+            raise ConfigError(f"nmt feature ({config.model}): {e}") from None
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.config = config
+        self.scorer = Scorer.load(config.model, torch_device(config.device), scoring)
+        self.name = config.name or DEFAULT_LABELS[self.scorer.model.config.architecture]
+
+    def score(self, pairs: Sequence[Pair]) -> np.ndarray:
+        return np.fromiter(self.scorer.score(pairs), dtype=np.float64, count=len(pairs)).reshape(-1, 1)

@@ -1,0 +1,189 @@
+"""``rerank score-table`` on a slice of the real Multi30k phrase table: one value appended to each line and
+every other byte kept, the moses.ini updated to match, and bad input refused with nothing left behind."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import content, leftovers
+from tiny_models import one_thread, save_model_dir, tiny_config, tiny_model
+
+from rerank.cli import main
+from rerank.data import pad, to_ids
+from rerank.formats.phrase_table import read_phrase_table
+from rerank.models.checkpoint import load_model
+from rerank.vocab import Vocabulary
+
+LINES = 300
+SEPARATOR = "|||"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread() -> Iterator[None]:
+    """Tiny models lose time to thread hand-offs on a busy machine; --threads 1 below is undone after."""
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def table(multi30k_moses: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 300 lines of the real phrase table, gzipped."""
+    path = tmp_path_factory.mktemp("table") / "phrase-table.gz"
+    with gzip.open(multi30k_moses / "model" / "phrase-table.gz", "rb") as f:
+        lines = [next(f) for _ in range(LINES)]
+    path.write_bytes(gzip.compress(b"".join(lines)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_dir(table: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small random RNNsearch whose vocabularies are the slice's most frequent words (the rest is <unk>)."""
+    entries = list(read_phrase_table(table))
+    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
+    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
+    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
+    return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
+
+
+def run(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def reference_log_probs(model_dir: Path, pairs: list[tuple[str, str]]) -> np.ndarray:
+    """ln p(target | source) of each pair alone, straight from the model."""
+    loaded = load_model(model_dir)
+    scores = []
+    with torch.inference_mode():
+        for source, target in pairs:
+            src, src_len = pad(to_ids([source.split()], loaded.src_vocab))
+            trg, _ = pad(to_ids([target.split()], loaded.trg_vocab))
+            scores.append(float(loaded.model.score(loaded.model.encode(src, src_len), trg)))
+    return np.array(scores)
+
+
+def split_added(old: str, new: str) -> float:
+    """The value ``new`` adds at the end of ``old``'s scores field; asserts that nothing else differs."""
+    before, after = old.split(SEPARATOR), new.split(SEPARATOR)
+    assert len(after) == len(before) and after[:2] == before[:2] and after[3:] == before[3:]
+    body = before[2].rstrip(" ")
+    trailing = before[2][len(body):]
+    assert after[2].startswith(body + " ") and after[2].endswith(trailing)
+    added = after[2][len(body) + 1: len(after[2]) - len(trailing)]
+    assert added and " " not in added
+    return float(added)
+
+
+def test_one_value_is_appended_and_every_other_byte_kept(table: Path, model_dir: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", model_dir, "--window", 50, "--max-tokens", 64,
+                        "--threads", 1],
+                       capsys)
+    assert code == 0, err
+    assert f"{LINES:,} pairs in" in err and "pairs/s" in err
+    before = content(table).decode().splitlines()
+    after = gzip.decompress(out.read_bytes()).decode().splitlines()  # gzip, as the suffix says
+    assert len(after) == len(before) == LINES
+    values = np.array([split_added(old, new) for old, new in zip(before, after, strict=True)])
+    assert ((values > 0) & (values <= 1)).all()
+    pairs = [(line.split(SEPARATOR)[0], line.split(SEPARATOR)[1]) for line in before]
+    np.testing.assert_allclose(np.log(values), reference_log_probs(model_dir, pairs), rtol=0, atol=1e-4)
+    assert leftovers(tmp_path) == []
+
+
+def test_a_pair_beyond_moses_lowest_score_is_floored_not_zero(model_dir: Path, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    long_target = " ".join(["un chien"] * 40)  # 81 tokens with </s>: ln p far below -100
+    table = tmp_path / "table.txt"
+    table.write_text(f"a dog ||| un chien ||| 0.5 0.5 0.5 0.5 ||| 0-0 1-1 ||| 1 1 1 ||| |||\n"
+                     f"a dog ||| {long_target} ||| 0.5 0.5 0.5 0.5 ||| 0-0 ||| 1 1 1 ||| |||\n")
+    out = tmp_path / "out.txt"
+    code, _, err = run(["score-table", table, "-o", out, "--model", model_dir], capsys)
+    assert code == 0, err
+    first, second = out.read_text().splitlines()
+    assert 1e-44 < split_added(table.read_text().splitlines()[1], second) == float(f"{math.exp(-100):.6g}")
+    assert split_added(table.read_text().splitlines()[0], first) > 1e-30
+    assert "1 value(s) floored at exp(-100)" in err
+
+
+def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, model_dir: Path, multi30k_moses: Path,
+                                                                 tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ini, ini_out, out = multi30k_moses / "model" / "moses.ini", tmp_path / "moses.ini", tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", model_dir, "--moses-ini", ini,
+                        "--moses-ini-out", ini_out, "--weight", 0.3], capsys)
+    assert code == 0, err
+    before, after = ini.read_text().splitlines(), ini_out.read_text().splitlines()
+    changed = {i: (old, new) for i, (old, new) in enumerate(zip(before, after, strict=True)) if old != new}
+    assert sorted(new for _, new in changed.values()) == sorted([
+        f"PhraseDictionaryMemory name=TranslationModel0 num-features=5 path={out} input-factor=0 output-factor=0",
+        "TranslationModel0= 0.126263 0.0567749 0.12818 0.0607768 0.3"])
+    assert all(len(line.split(SEPARATOR)[2].split()) == 5 for line in content(out).decode().splitlines())
+
+
+@pytest.mark.parametrize("options,message", [
+    (["--moses-ini", "INI"], "give both --moses-ini and --moses-ini-out"),
+    (["--moses-ini", "INI", "--moses-ini-out", "OUT_INI", "--table", "TranslationModel9"],
+     "no feature named 'TranslationModel9'"),
+    (["--moses-ini", "BAD_INI", "--moses-ini-out", "OUT_INI"], "has num-features=5, but"),
+    (["--model", "NO_MODEL"], "not a model directory"),
+    (["--device", "tpu"], "unknown device"),
+])
+def test_bad_options_fail_before_scoring_and_write_nothing(table: Path, model_dir: Path, multi30k_moses: Path,
+                                                           tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           options: list[str], message: str) -> None:
+    ini = multi30k_moses / "model" / "moses.ini"
+    bad_ini = tmp_path / "bad.ini"
+    bad_ini.write_text(ini.read_text().replace("num-features=4", "num-features=5"))
+    names = {"INI": ini, "BAD_INI": bad_ini, "OUT_INI": tmp_path / "out.ini", "NO_MODEL": tmp_path}
+    out = tmp_path / "scored.gz"
+    model = [] if "--model" in options else ["--model", model_dir]
+    argv = ["score-table", table, "-o", out, *model, *[names.get(o, o) for o in options]]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and message in err
+    assert not out.exists() and not (tmp_path / "out.ini").exists() and leftovers(tmp_path) == []
+
+
+def test_a_bad_line_midway_fails_with_its_line_number_and_leaves_nothing(table: Path, model_dir: Path,
+                                                                         multi30k_moses: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    lines = content(table).decode().splitlines(keepends=True)
+    lines[199] = "a dog ||| un chien\n"
+    broken = tmp_path / "broken.gz"
+    broken.write_bytes(gzip.compress("".join(lines).encode()))
+    shutil.copy(multi30k_moses / "model" / "moses.ini", tmp_path / "moses.ini")
+    out, ini_out = tmp_path / "scored.gz", tmp_path / "out.ini"
+    code, _, err = run(["score-table", broken, "-o", out, "--model", model_dir, "--window", 50,
+                        "--moses-ini", tmp_path / "moses.ini", "--moses-ini-out", ini_out], capsys)
+    assert code == 2
+    assert f"{broken}:200: expected 3 to 7 fields" in err
+    assert not out.exists() and not ini_out.exists() and leftovers(tmp_path) == []
+
+
+def test_a_model_giving_nan_is_an_error_not_a_nan_in_the_table(table: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    entries = list(read_phrase_table(table))
+    vocab = Vocabulary.build((e.target.split() for e in entries), 50)
+    model = tiny_model(tiny_config("encdec"), len(vocab), len(vocab), dtype=torch.float32)
+    with torch.no_grad():
+        model.output.project.bias.fill_(float("nan"))
+    broken = save_model_dir(tmp_path / "broken-model", model, vocab, vocab)
+    out = tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", broken], capsys)
+    assert code == 2 and f"{table}:1: expected a phrase pair the model gives a finite score, got 'ln p = nan" in err
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+def test_stdout_output(table: Path, model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["-q", "score-table", table, "-o", "-", "--model", model_dir], capsys)
+    assert code == 0, err
+    assert len(out.splitlines()) == LINES and err == ""

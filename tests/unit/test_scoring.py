@@ -1,0 +1,168 @@
+"""The batched scorer: input order kept across windows and batches, each source encoded once per window,
+long pairs scored whole, and every score equal to ``model.score`` of the pair alone."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pytest
+import torch
+from tiny_models import DECODERS, one_thread, tiny_config, tiny_model
+
+from rerank.data import pad, to_ids
+from rerank.errors import RerankError
+from rerank.models import DecoderState, Seq2Seq
+from rerank.scoring import Pair, Scorer, ScoringConfig, length_batches, torch_device
+from rerank.vocab import Vocabulary
+
+SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabulary of 30
+TRG_WORDS = [f"t{i}" for i in range(21)]  # a target vocabulary of 25
+MODELS = [(f"{architecture}-{decoder}{'-feed' if feeding else ''}", tiny_config(architecture, decoder, feeding))
+          for architecture, decoder, feeding in DECODERS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread() -> Iterator[None]:
+    with one_thread():
+        yield
+
+
+@pytest.fixture(scope="module")
+def vocabularies() -> tuple[Vocabulary, Vocabulary]:
+    return Vocabulary.build([SRC_WORDS], len(SRC_WORDS)), Vocabulary.build([TRG_WORDS], len(TRG_WORDS))
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=[name for name, _ in MODELS])
+def model(request: pytest.FixtureRequest) -> Seq2Seq:
+    return tiny_model(request.param[1])
+
+
+def phrase_pairs(count: int, seed: int = 1, max_words: int = 7) -> list[Pair]:
+    """Phrase-table-like pairs: sources sorted, each with 1-4 targets; a few unknown words."""
+    rng = random.Random(seed)
+    pairs: list[Pair] = []
+    while len(pairs) < count:
+        source = [rng.choice(SRC_WORDS + ["unknown"]) for _ in range(rng.randint(1, max_words))]
+        pairs += [(source, [rng.choice(TRG_WORDS + ["?"]) for _ in range(rng.randint(1, max_words))])
+                  for _ in range(rng.randint(1, 4))]
+    return pairs[:count]
+
+
+def alone(model: Seq2Seq, vocabularies: tuple[Vocabulary, Vocabulary], pairs: Sequence[Pair]) -> np.ndarray:
+    """``model.score`` of each pair in a batch of its own: the reference."""
+    src_vocab, trg_vocab = vocabularies
+    scores = []
+    with torch.inference_mode():
+        for source, target in pairs:
+            src, src_len = pad(to_ids([source], src_vocab))
+            trg, _ = pad(to_ids([target], trg_vocab))
+            scores.append(float(model.score(model.encode(src, src_len), trg)))
+    return np.array(scores)
+
+
+class CountingScorer(Scorer):
+    """A scorer that records how many sources each encoding pass receives."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.encoded: list[int] = []
+
+    def encode(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
+        self.encoded.append(len(src_ids))
+        return super().encode(src_ids)
+
+
+@pytest.mark.parametrize("config", [ScoringConfig(), ScoringConfig(window=7, max_tokens=12),
+                                    ScoringConfig(window=50, window_source_tokens=20, max_tokens=1)],
+                         ids=["defaults", "small-batches", "one-pair-batches"])
+def test_scores_equal_model_score_alone_in_input_order(model: Seq2Seq, vocabularies, config: ScoringConfig) -> None:
+    pairs = phrase_pairs(60)
+    scorer = Scorer(model, *vocabularies, config)
+    np.testing.assert_allclose(list(scorer.score(pairs)), alone(model, vocabularies, pairs), rtol=0, atol=1e-10)
+
+
+def test_each_distinct_source_is_encoded_once_per_window(vocabularies) -> None:
+    model = tiny_model(tiny_config("rnnsearch"))
+    pairs = phrase_pairs(100)
+    scorer = CountingScorer(model, *vocabularies, ScoringConfig(window=40))
+    list(scorer.score(pairs))
+    windows = [pairs[i: i + 40] for i in range(0, len(pairs), 40)]
+    assert scorer.encoded == [len({tuple(source) for source, _ in window}) for window in windows]
+
+
+def test_a_window_ends_when_its_distinct_sources_reach_the_token_budget(vocabularies) -> None:
+    scorer = Scorer(tiny_model(tiny_config("encdec")), *vocabularies,
+                    ScoringConfig(window=100, window_source_tokens=10))
+    same = [(["s1", "s2"], ["t1"])] * 30  # one source, 3 tokens with </s>: never reaches 10
+    assert [len(w) for w in scorer.windows(same)] == [30]
+    distinct = [([f"s{i}"] * 4, ["t1"]) for i in range(5)]  # 5 tokens each: a window per 2 sources
+    assert [len(w) for w in scorer.windows(distinct)] == [2, 2, 1]
+
+
+def test_long_pairs_are_scored_whole(model: Seq2Seq, vocabularies) -> None:
+    rng = random.Random(3)
+    long = ([rng.choice(SRC_WORDS) for _ in range(19)], [rng.choice(TRG_WORDS) for _ in range(120)])
+    pairs = [*phrase_pairs(5), long, *phrase_pairs(5, seed=2)]
+    scorer = Scorer(model, *vocabularies, ScoringConfig(max_tokens=16))  # the long target alone exceeds it
+    scores = list(scorer.score(pairs))
+    np.testing.assert_allclose(scores, alone(model, vocabularies, pairs), rtol=0, atol=1e-10)
+    short_target = alone(model, vocabularies, [(long[0], long[1][:50])])[0]
+    assert scores[5] < short_target  # every one of the 120 words counts
+
+
+def test_a_source_longer_than_the_training_maximum_is_scored(vocabularies) -> None:
+    model = tiny_model(tiny_config("rnnsearch", score="additive"))
+    pairs = [(SRC_WORDS * 4, TRG_WORDS * 3), (["s1"], ["t1"])]  # 104 source words, beyond max_length 50
+    scores = list(Scorer(model, *vocabularies, ScoringConfig(max_tokens=64)).score(pairs))
+    np.testing.assert_allclose(scores, alone(model, vocabularies, pairs), rtol=0, atol=1e-10)
+
+
+def test_empty_sources_and_targets_are_scored(model: Seq2Seq, vocabularies) -> None:
+    pairs = [([], ["t1"]), (["s1"], []), ([], []), (["s1", "s2"], ["t3"])]  # an empty n-best hypothesis, say
+    scores = list(Scorer(model, *vocabularies).score(pairs))
+    np.testing.assert_allclose(scores, alone(model, vocabularies, pairs), rtol=0, atol=1e-10)
+
+
+def test_float32_scores_match_float64_closely(vocabularies) -> None:
+    config = tiny_config("rnnsearch")
+    pairs = phrase_pairs(40)
+    exact = list(Scorer(tiny_model(config), *vocabularies).score(pairs))
+    single = list(Scorer(tiny_model(config, dtype=torch.float32), *vocabularies).score(pairs))
+    np.testing.assert_allclose(single, exact, rtol=1e-5, atol=1e-4)
+
+
+def test_no_pairs_no_scores(vocabularies) -> None:
+    assert list(Scorer(tiny_model(tiny_config("encdec")), *vocabularies).score([])) == []
+
+
+def test_the_scorer_reads_one_window_ahead(vocabularies) -> None:
+    scorer = Scorer(tiny_model(tiny_config("encdec")), *vocabularies, ScoringConfig(window=10))
+    read = itertools.count()
+    pairs = ((next(read), pair)[1] for pair in phrase_pairs(1000))
+    scores = scorer.score(pairs)
+    next(scores)
+    assert next(read) == 10  # ten pairs read for the first score: memory stays flat
+
+
+@pytest.mark.parametrize("lengths,max_tokens,expected", [
+    ([5, 5, 4, 2, 2, 1], 10, [[0, 1], [2, 3], [4, 5]]),
+    ([30, 3, 3], 10, [[0], [1, 2]]),  # longer than the budget: a batch of its own
+    ([1, 1, 1], 100, [[0, 1, 2]]),
+])
+def test_length_batches_respect_the_token_budget(lengths: list[int], max_tokens: int,
+                                                 expected: list[list[int]]) -> None:
+    order = np.arange(len(lengths))
+    assert [b.tolist() for b in length_batches(order, np.array(lengths), max_tokens)] == expected
+
+
+def test_config_and_device_errors() -> None:
+    with pytest.raises(ValueError, match="max_tokens must be at least 1"):
+        ScoringConfig(max_tokens=0)
+    with pytest.raises(RerankError, match="unknown device"):
+        torch_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RerankError, match="no CUDA GPU"):
+            torch_device("cuda")
