@@ -3,7 +3,11 @@
 For the first ``--sentences`` sentences of ``val`` and ``test_2016_flickr`` it copies Moses' 100-best
 lists, 1-best output, the English source and the French reference; it copies the tuned
 ``moses.ini``; it writes the most frequent words of the French training text (the shortlist of the
-UNK penalty); and it writes a vocabulary-filtered copy of the 4-gram language model.
+UNK penalty), the first ``--train`` lines of the training text (to train small models on), the
+phrase pairs of the phrase table that the sample's source sentences can use (as Moses'
+``filter-model-given-input.pl`` filters a table, keeping the ``--table-limit`` best targets of a
+source phrase by p(e|f), as Moses' ``table-limit`` does); and it writes a vocabulary-filtered copy
+of the 4-gram language model.
 
 The filtered model keeps only the n-grams whose words all occur in the sample's hypotheses (plus
 ``<s>``, ``</s>`` and ``<unk>``), with the ``\\data\\`` counts fixed. Every n-gram and context that
@@ -38,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "examples" / "data", help="where the sample goes")
     parser.add_argument("--sentences", type=int, default=60, help="sentences per split (default 60)")
     parser.add_argument("--shortlist", type=int, default=15000, help="words in the UNK shortlist (default 15000)")
+    parser.add_argument("--train", type=int, default=5000, help="lines of training text (default 5000)")
+    parser.add_argument("--table-limit", type=int, default=20, help="targets per source phrase (default 20)")
     args = parser.parse_args(argv)
     moses, tok = args.data / "moses-multi30k", args.data / "multi30k" / "tok"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -51,6 +57,13 @@ def main(argv: list[str] | None = None) -> int:
         copy_head(moses / "nbest" / f"{split}.1best", args.out / f"{short}.1best", args.sentences)
     (args.out / "moses.ini").write_bytes((moses / "model" / "moses.ini").read_bytes())
     write_shortlist(tok / "train.lc.norm.tok.fr", args.out / "shortlist.fr.gz", args.shortlist)
+    for lang in ("en", "fr"):
+        with open(tok / f"train.lc.norm.tok.{lang}", "rb") as f:
+            write_gzip(args.out / f"train.{lang}.gz", itertools.islice(f, args.train))
+    sources = [line.split() for s in SPLITS for line in (args.out / f"{s}.en").read_text("utf-8").splitlines()]
+    kept = filter_phrase_table(moses / "model" / "phrase-table.gz", args.out / "phrase-table.gz", sources,
+                               args.table_limit)
+    print(f"{args.out / 'phrase-table.gz'}: {kept} phrase pairs")
     lm = args.out / "lm.fr.4.sample.arpa.gz"
     counts = filter_arpa(moses / "lm" / "train.fr.4.arpa", lm, vocabulary)
     print(f"{lm}: {len(vocabulary)} words, n-grams kept per order: {counts}")
@@ -84,6 +97,24 @@ def write_shortlist(corpus: Path, out: Path, size: int) -> None:
         for line in f:
             counts.update(line.split())
     write_gzip(out, [f"{word} {count}\n".encode() for word, count in counts.most_common(size)])
+
+
+def filter_phrase_table(path: Path, out: Path, sources: list[list[str]], limit: int, max_length: int = 7) -> int:
+    """Write the pairs whose source phrase occurs in ``sources``, at most ``limit`` per source phrase
+    (the highest p(e|f), the third score), in table order; returns how many were kept."""
+    phrases = {" ".join(s[i:j]) for s in sources for i in range(len(s)) for j in range(i + 1, min(len(s), i + max_length) + 1)}
+    by_source: dict[bytes, list[bytes]] = collections.defaultdict(list)
+    with gzip.open(path, "rb") as f:
+        for line in f:
+            source = line.split(b" ||| ", 1)[0]
+            if source.decode("utf-8") in phrases:
+                by_source[source].append(line)
+    kept = []
+    for lines in by_source.values():
+        best = sorted(range(len(lines)), key=lambda i: -float(lines[i].split(b" ||| ")[2].split()[2]))[:limit]
+        kept += [lines[i] for i in sorted(best)]
+    write_gzip(out, kept)
+    return len(kept)
 
 
 def filter_arpa(path: Path, out: Path, vocabulary: set[str]) -> list[int]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from rerank import __version__
@@ -22,9 +24,37 @@ COMMANDS = {
     "apply": "rerank.commands.apply",
     "evaluate": "rerank.commands.evaluate",
     "train": "rerank.commands.train",
+    "tune": "rerank.commands.tune",
+    "score-table": "rerank.commands.score_table",
+    "translate": "rerank.commands.translate",
+    "align": "rerank.commands.align",
+    "merge-nbest": "rerank.commands.merge_nbest",
+    "experiment": "rerank.commands.experiment",
 }
 
 EXIT_USER_ERROR = 2
+OUR_LOGGERS = ("rerank", "features")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+class StoreOnce(argparse.Action):
+    """An argparse action for an option given at most once: a repeat is an error, not a silent override."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice")
+        setattr(namespace, self.dest, values)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,8 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
-                        format="rerank: %(message)s", stream=sys.stderr, force=True)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
+    # Our progress and notes at INFO; other libraries' (matplotlib's font cache...) only from WARNING.
+    logging.basicConfig(level=logging.WARNING, format="rerank: %(message)s", stream=sys.stderr, force=True)
+    for name in OUR_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
         return args.run(args) or 0
     except RerankError as e:
@@ -58,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `rerank apply ... | head`
         sys.stderr.close()
         return 0
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (a plain kill, a scheduler's time limit) unwinds like an error: no partial outputs stay behind."""
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     for text in args.systems:
         name, sep, path = text.partition("=")
         try:
-            if not sep or not path:
+            if not sep or not name or not path:
                 raise ValueError(f"expected NAME=NBEST, got {text!r}")
             check_label(f"In{name}")
         except ValueError as e:

@@ -15,10 +15,8 @@ tensors and plain containers, and the weights must match the config's architectu
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ import torch
 
 from rerank.config import from_dict, load_yaml, save_config
 from rerank.errors import RerankError
+from rerank.formats.files import atomic_binary_output
 from rerank.models import ModelConfig, Seq2Seq, build_model
 from rerank.vocab import Vocabulary
 
@@ -49,16 +48,8 @@ class LoadedModel:
 
 def save_state(state: dict[str, Any], path: str | os.PathLike) -> None:
     """``torch.save`` to a temporary file renamed over ``path``: a kill never leaves half a checkpoint."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_binary_output(path) as f:
+        torch.save(state, f)
 
 
 def load_state(path: str | os.PathLike, device: str | torch.device = "cpu") -> dict[str, Any]:
