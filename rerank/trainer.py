@@ -65,7 +65,7 @@ class TrainingConfig:
     patience: int = 10  # validations without improvement before stopping
     lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
     seed: int = 1234
-    threads: int | None = None  # torch CPU threads; default: all cores
+    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "bucket_window", "max_epochs", "valid_every", "log_every", "patience"):
@@ -107,7 +107,8 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         self.config = config
         self.out = Path(config.output_dir)
-        torch.set_num_threads(config.training.threads or os.cpu_count() or 1)
+        if config.training.threads:
+            torch.set_num_threads(config.training.threads)
         self._prepare_output()
         self._load_data()
         torch.manual_seed(config.training.seed)

@@ -26,7 +26,8 @@ def quiet_model(path: Path) -> kenlm.Model:
 
 
 def test_sample_is_small() -> None:
-    assert sum(p.stat().st_size for p in (REPO / "examples").rglob("*") if p.is_file()) < 2.1e6
+    """It ships with every clone: n-best lists, LM, phrase table and training slice stay under 3 MB."""
+    assert sum(p.stat().st_size for p in (REPO / "examples").rglob("*") if p.is_file()) < 3e6
 
 
 def test_sample_files_line_up() -> None:

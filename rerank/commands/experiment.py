@@ -1,0 +1,31 @@
+"""Run the end-to-end study from a YAML config: train, score, rescore, tune, decode, report.
+
+  rerank experiment configs/experiments/multi30k.yaml
+
+Writes results.md (the results table with sacreBLEU's signature), results.json, BLEU by source
+length (bleu-by-length.png) and commands.sh, every rerank command that produced them, into the
+config's output_dir. Steps whose outputs exist are skipped: run it again to resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", metavar="YAML", help="experiment config, e.g. configs/experiments/multi30k.yaml")
+    parser.add_argument("--output-dir", metavar="DIR", help="overrides the config's output_dir")
+    parser.add_argument("--force", action="store_true", help="run every step again, even those already done")
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from rerank.experiment import Experiment, load_experiment
+
+    config = load_experiment(args.config)
+    if args.output_dir:
+        config = dataclasses.replace(config, output_dir=args.output_dir)
+    path = Experiment(config, force=args.force).run()
+    print(path.read_text(encoding="utf-8"))
+    return 0

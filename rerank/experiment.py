@@ -1,0 +1,344 @@
+"""The end-to-end study: neural features for a real Moses system, as Cho et al. 2014 (Table 1) and
+Bahdanau et al. 2014 (Fig. 2) ran it, on any data given in the same layout.
+
+Every step is a ``rerank`` command, run in-process and logged to ``commands.sh`` in the output
+directory, so that each number of the results table can be reproduced by hand. A step whose
+outputs exist is skipped, so a stopped run picks up where it was (training resumes from its
+checkpoint). The steps:
+
+1. train the encoder-decoder and RNNsearch (``rerank train``);
+2. score the phrase table with the encoder-decoder (``rerank score-table``);
+3. decode dev and test with both models (``rerank translate``; RNNsearch also as an n-best list);
+4. add RNN0, RNNsearch0, LM1, WP1 and UNK1 to Moses' n-best lists, and to the union of Moses' and
+   RNNsearch's n-best lists with "which system" indicators (``rerank merge-nbest``,
+   ``rerank score-nbest``);
+5. for each row of the table, tune on dev with each optimiser and seed (``rerank tune``), apply
+   the weights to dev and test (``rerank apply``) and score them (sacreBLEU);
+6. write ``results.md`` and ``results.json``, and BLEU by source length (table and PNG).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import shlex
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rerank.config import from_dict, load_yaml
+from rerank.errors import RerankError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One evaluation set: source, reference and the Moses n-best list of its source."""
+
+    source: str
+    reference: str
+    nbest: str
+
+
+@dataclass(frozen=True)
+class MosesSystem:
+    ini: str  # the tuned moses.ini: its [weight] section is the baseline
+    language_model: str  # ARPA or KenLM binary, for the LM1 feature
+    phrase_table: str | None = None  # scored with the encoder-decoder; None skips that step
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    output_dir: str
+    encdec: str  # training configs (rerank train --config)
+    rnnsearch: str
+    moses: MosesSystem
+    dev: Split
+    test: Split
+    optimizers: tuple[str, ...] = ("mert", "pro", "mira")
+    seeds: tuple[int, ...] = (1, 2, 3)
+    restarts: int = 20  # MERT's random restarts
+    beam: int = 10
+    nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
+    length_penalty: str = "wu"
+    tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
+    buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
+
+    def __post_init__(self) -> None:
+        if not self.optimizers or not self.seeds:
+            raise ValueError("give at least one optimizer and one seed")
+        unknown = set(self.optimizers) - {"mert", "pro", "mira"}
+        if unknown:
+            raise ValueError(f"unknown optimizers: {', '.join(sorted(unknown))}")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the results table: which n-best list, and which of its features are tuned."""
+
+    key: str
+    title: str
+    nbest: str  # "moses" (Moses' list with the new features) or "union"
+    features: tuple[str, ...] = ()  # besides Moses' own (for "moses") or alone (for "union")
+    moses_features: bool = True
+
+
+NEW_FEATURES = ("RNN0", "RNNsearch0", "LM1", "WP1", "UNK1")
+ROWS = (
+    Row("moses-retuned", "Moses features, retuned by us", "moses"),
+    Row("rnn", "+ RNN encoder-decoder feature (n-best), retuned", "moses", ("RNN0",)),
+    Row("rnnsearch", "+ RNNsearch feature", "moses", ("RNNsearch0",)),
+    Row("all", "+ RNN + RNNsearch + LM + word/UNK penalties", "moses", NEW_FEATURES),
+    Row("union", "Moses ∪ RNNsearch n-best, reranked", "union", ("InMoses", "InRNNsearch", *NEW_FEATURES),
+        moses_features=False),
+)
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    data = load_yaml(path)
+    return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
+
+
+@dataclass
+class Score:
+    dev: list[float] = field(default_factory=list)
+    test: list[float] = field(default_factory=list)
+
+
+class Experiment:
+    """Runs the study of an :class:`ExperimentConfig` (see the module docstring)."""
+
+    def __init__(self, config: ExperimentConfig, force: bool = False):
+        self.config = config
+        self.out = Path(config.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.force = force
+        self.commands = self.out / "commands.sh"
+        self.timings: dict[str, float] = {}
+
+    # -- running commands ------------------------------------------------------------------------
+
+    def rerank(self, argv: Sequence[str], outputs: Sequence[Path], step: str | None = None) -> None:
+        """Run ``rerank ARGV`` unless all ``outputs`` exist; log it to commands.sh."""
+        from rerank.cli import main
+
+        argv = [str(a) for a in argv]
+        line = "rerank " + shlex.join(argv)
+        if outputs and all(p.exists() for p in outputs) and not self.force:
+            logger.info("done already: %s", line)
+            return
+        logger.info("$ %s", line)
+        with open(self.commands, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+        started = time.monotonic()
+        status = main(argv)
+        if status:
+            raise RerankError(f"step failed with exit status {status}: {line}")
+        if step:
+            self.timings[step] = time.monotonic() - started
+
+    # -- the study -------------------------------------------------------------------------------
+
+    def run(self) -> Path:
+        c = self.config
+        models = self.train()
+        self.score_phrase_table(models["encdec"])
+        features = self.feature_config(models)
+        splits = {"dev": c.dev, "test": c.test}
+        for name, split in splits.items():
+            self.decode(name, split, models)
+            self.rerank(["score-nbest", split.nbest, "--source", split.source, "--config", features,
+                         "-o", self.out / f"{name}.moses.scored.gz"], [self.out / f"{name}.moses.scored.gz"],
+                        step=f"score-nbest {name}")
+            union = self.out / f"{name}.union.gz"
+            self.rerank(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={self.out / f'{name}.rnnsearch.nbest.gz'}",
+                         "-o", union], [union])
+            self.rerank(["score-nbest", union, "--source", split.source, "--config", features,
+                         "-o", self.out / f"{name}.union.scored.gz"], [self.out / f"{name}.union.scored.gz"])
+        results = self.tune_rows()
+        return self.report(models, results)
+
+    def train(self) -> dict[str, Path]:
+        models = {}
+        for name, config in (("encdec", self.config.encdec), ("rnnsearch", self.config.rnnsearch)):
+            directory = self.out / "models" / name
+            self.rerank(["train", "--config", config, "--output-dir", directory], [], step=f"train {name}")
+            models[name] = directory
+        return models
+
+    def score_phrase_table(self, encdec: Path) -> None:
+        moses = self.config.moses
+        if moses.phrase_table is None:
+            return
+        table = self.out / "phrase-table.rnn.gz"
+        self.rerank(["score-table", moses.phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
+                     "--moses-ini-out", self.out / "moses.rnn.ini"], [table, self.out / "moses.rnn.ini"],
+                    step="score-table")
+
+    def feature_config(self, models: dict[str, Path]) -> Path:
+        """The rescoring features: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary)."""
+        path = self.out / "rescore.yaml"
+        features = [
+            {"kind": "nmt", "name": "RNN0", "model": str(models["encdec"])},
+            {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"])},
+            {"kind": "kenlm", "name": "LM1", "path": self.config.moses.language_model},
+            {"kind": "word-penalty", "name": "WP1"},
+            {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
+        ]
+        path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
+        return path
+
+    def decode(self, name: str, split: Split, models: dict[str, Path]) -> None:
+        c = self.config
+        search = ["--beam", c.beam, "--length-penalty", c.length_penalty]
+        for model in ("encdec", "rnnsearch"):
+            output = self.out / f"{name}.{model}.1best"
+            self.rerank(["translate", "--model", models[model], "-i", split.source, "-o", output, *search],
+                        [output], step=f"translate {name} {model}")
+        nbest = self.out / f"{name}.rnnsearch.nbest.gz"
+        self.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search,
+                     "--nbest", c.nbest], [nbest])
+
+    def tune_rows(self) -> dict[str, dict[str, Score]]:
+        """BLEU of every row (and the baseline) by optimiser: dev and test, one value per seed."""
+        c = self.config
+        results: dict[str, dict[str, Score]] = {"moses": {"moses.ini": Score()}}
+        baseline = self.apply("moses", "moses.ini", [c.moses.ini])
+        for split, path in baseline.items():
+            getattr(results["moses"]["moses.ini"], split).append(self.bleu(path, split))
+        moses_labels = self.moses_labels()
+        for row in ROWS:
+            features = (*moses_labels, *row.features) if row.moses_features else row.features
+            init = c.moses.ini if row.moses_features else self.union_init()
+            results[row.key] = {}
+            for optimizer in c.optimizers:
+                score = results[row.key][optimizer] = Score()
+                for seed in c.seeds:
+                    tag = f"{optimizer}-seed{seed}"
+                    weights = self.out / "tuning" / row.key / f"{tag}.yaml"
+                    weights.parent.mkdir(parents=True, exist_ok=True)
+                    self.rerank(["-q", "tune", "--nbest", self.out / f"dev.{row.nbest}.scored.gz",
+                                 "-r", c.dev.reference, "--init", init, "--features", ",".join(features),
+                                 "--optimizer", optimizer, "--seed", seed, "--restarts", c.restarts,
+                                 "--tokenize", c.tokenize, "-o", weights], [weights])
+                    outputs = self.apply(row.key, tag, [weights], nbest=row.nbest)
+                    for split, path in outputs.items():
+                        getattr(score, split).append(self.bleu(path, split))
+        return results
+
+    def apply(self, row: str, tag: str, weights: Sequence[str | Path], nbest: str = "moses") -> dict[str, Path]:
+        """1-best outputs of dev and test under ``weights`` (features without a weight count 0)."""
+        outputs = {}
+        for split in ("dev", "test"):
+            output = self.out / "tuning" / row / f"{tag}.{split}.1best"
+            output.parent.mkdir(parents=True, exist_ok=True)
+            weight_args = [arg for path in weights for arg in ("--weights", path)]
+            self.rerank(["-q", "apply", self.out / f"{split}.{nbest}.scored.gz", *weight_args,
+                         "--missing-weight", "0", "--source", getattr(self.config, split).source, "-o", output],
+                        [output])
+            outputs[split] = output
+        return outputs
+
+    def moses_labels(self) -> tuple[str, ...]:
+        from rerank.formats.nbest import read_nbest
+
+        first = next(read_nbest(self.config.dev.nbest), None)
+        if first is None:
+            raise RerankError(f"{self.config.dev.nbest}: empty n-best list")
+        return first.layout.labels
+
+    def union_init(self) -> Path:
+        """Starting weights for the union: RNNsearch's own score, so the search starts from RNNsearch's ranking."""
+        path = self.out / "tuning" / "union-init.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("RNNsearch0: 1.0\n", encoding="utf-8")
+        return path
+
+    def bleu(self, path: Path, split: str) -> float:
+        from rerank.evaluation import evaluate
+
+        reference = getattr(self.config, split).reference
+        return evaluate([(path.name, str(path))], [reference], tokenize=self.config.tokenize).systems[0].bleu
+
+    # -- the report ------------------------------------------------------------------------------
+
+    def report(self, models: dict[str, Path], results: dict[str, dict[str, Score]]) -> Path:
+        from rerank.evaluation import evaluate, format_evaluation, plot_bucket_bleu
+
+        c = self.config
+        rnnsearch = {split: self.bleu(self.out / f"{split}.rnnsearch.1best", split) for split in ("dev", "test")}
+        encdec = {split: self.bleu(self.out / f"{split}.encdec.1best", split) for split in ("dev", "test")}
+        systems = [("Moses", str(self.out / "tuning" / "moses" / "moses.ini.test.1best")),
+                   ("RNN encoder-decoder", str(self.out / "test.encdec.1best")),
+                   ("RNNsearch", str(self.out / "test.rnnsearch.1best")),
+                   ("Moses + all features", str(self.out / "tuning" / "all" / f"{c.optimizers[0]}-seed{c.seeds[0]}"
+                                                 ".test.1best"))]
+        by_length = evaluate(systems, [c.test.reference], source=c.test.source, buckets=c.buckets,
+                             tokenize=c.tokenize)
+        plot_bucket_bleu(by_length, self.out / "bleu-by-length.png")
+        signature = by_length.bleu_signature
+        first = c.optimizers[0].upper()
+        lines = [f"| system | dev BLEU ({first}) | test BLEU ({first}) | "
+                 + " | ".join(f"test BLEU ({o.upper()})" for o in c.optimizers[1:]) + " |",
+                 "|---|---|---|" + "---|" * (len(c.optimizers) - 1),
+                 _table_row("Moses baseline (its own weights)", {c.optimizers[0]: results["moses"]["moses.ini"]},
+                            c.optimizers)]
+        for row in ROWS:
+            lines.append(_table_row(row.title, results[row.key], c.optimizers))
+            if row.key == "all":
+                lines.append(_table_row(f"RNNsearch alone (beam {c.beam})", {c.optimizers[0]: Score(
+                    [rnnsearch["dev"]], [rnnsearch["test"]])}, c.optimizers))
+        models_md = self.model_summary(models)
+        text = "\n".join([
+            "# Results", "",
+            f"Tuned on dev ({c.dev.source}), tested on {c.test.source}; BLEU by sacreBLEU, {signature}.",
+            f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}.", "",
+            *lines, "",
+            f"RNN encoder-decoder alone (beam {c.beam}): dev {encdec['dev']:.2f}, test {encdec['test']:.2f}.", "",
+            "## Models", "", *models_md, "",
+            "## BLEU by source length (test)", "", "```", format_evaluation(by_length).rstrip(), "```", "",
+            "![BLEU by source length](bleu-by-length.png)", "",
+            "## Timings", "", *(f"- {step}: {seconds:.0f} s" for step, seconds in self.timings.items()), "",
+        ])
+        path = self.out / "results.md"
+        path.write_text(text, encoding="utf-8")
+        (self.out / "results.json").write_text(json.dumps(
+            {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec,
+             "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()} for key, row in results.items()},
+             "timings": self.timings}, indent=2), encoding="utf-8")
+        logger.info("wrote %s", path)
+        return path
+
+    def model_summary(self, models: dict[str, Path]) -> list[str]:
+        from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
+
+        lines = []
+        for name, directory in models.items():
+            loaded = load_model(directory)
+            parameters = sum(p.numel() for p in loaded.model.parameters())
+            progress = load_state(directory / CHECKPOINT)["progress"]
+            lines.append(f"- {name}: {parameters / 1e6:.1f}M parameters, vocabularies {len(loaded.src_vocab)}/"
+                         f"{len(loaded.trg_vocab)}, {progress['updates']} updates in "
+                         f"{progress['seconds'] / 60:.0f} min, best validation perplexity {progress['best_ppl']:.2f}")
+        return lines
+
+
+def _mean_spread(values: Sequence[float]) -> str:
+    if not values:
+        return ""
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def _table_row(title: str, scores: dict[str, Score], optimizers: Sequence[str]) -> str:
+    """``| title | dev | test | test with the other optimisers |``; blank where a system has no such value."""
+    first = scores[optimizers[0]]
+    others = [_mean_spread(scores[o].test) if o in scores else "" for o in optimizers[1:]]
+    return " | ".join(["", title, _mean_spread(first.dev), _mean_spread(first.test), *others, ""]).strip()

@@ -1,0 +1,61 @@
+"""rerank experiment on the shipped sample, with minute models: every step runs and the report is complete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rerank.cli import main
+from rerank.experiment import ROWS
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "examples" / "data"
+
+
+def tiny_training_config(architecture: str) -> dict:
+    model = {"architecture": architecture, "embedding_size": 16, "hidden_size": 16, "maxout_size": 8}
+    if architecture == "rnnsearch":
+        model["attention"] = {"hidden_size": 8}
+    return {
+        "model": model,
+        "data": {"train": {"source": str(SAMPLE / "train.en.gz"), "target": str(SAMPLE / "train.fr.gz")},
+                 "valid": {"source": str(SAMPLE / "val.en"), "target": str(SAMPLE / "val.fr")},
+                 "src_vocab_size": 500, "trg_vocab_size": 500},
+        "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 100, "max_updates": 15,
+                     "valid_every": 15, "threads": 1},
+    }
+
+
+@pytest.mark.slow
+def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
+    configs = {}
+    for architecture in ("encdec", "rnnsearch"):
+        configs[architecture] = tmp_path / f"{architecture}.yaml"
+        configs[architecture].write_text(yaml.safe_dump(tiny_training_config(architecture)))
+    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(configs["encdec"]),
+                      rnnsearch=str(configs["rnnsearch"]), optimizers=["mert", "pro"], seeds=[1], restarts=2,
+                      beam=3, nbest=3)
+    for section in ("moses", "dev", "test"):
+        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump(experiment))
+
+    assert main(["-q", "experiment", str(config)]) == 0
+    run = tmp_path / "run"
+    results = (run / "results.md").read_text()
+    for title in ["Moses baseline (its own weights)", "RNNsearch alone (beam 3)", *(row.title for row in ROWS)]:
+        assert f"| {title} |" in results
+    assert "nrefs:1|case:mixed|eff:no|tok:none" in results
+    assert (run / "bleu-by-length.png").read_bytes().startswith(b"\x89PNG")
+    commands = (run / "commands.sh").read_text().splitlines()
+    assert sum(line.startswith("rerank -q tune ") for line in commands) == len(ROWS) * 2
+    # The baseline reproduces Moses' own 1-best output of the sample.
+    assert (run / "tuning" / "moses" / "moses.ini.test.1best").read_bytes() == (SAMPLE / "test.1best").read_bytes()
+
+    # Run again: every step is done already, and nothing is redone.
+    assert main(["-q", "experiment", str(config)]) == 0
+    assert (run / "commands.sh").read_text().splitlines() == commands + [
+        line for line in commands if line.startswith("rerank train ")]
