@@ -127,7 +127,8 @@ def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, s
     refs = [read_aligned(path, anchor, count) for path in references]
     groups = length_buckets([len(line.split()) for line in read_aligned(source, anchor, count)], buckets) \
         if source is not None else []
-    bleu = BLEU(tokenize=tokenize, lowercase=lowercase)
+    # tokenize "none" says the text is tokenized already: sacreBLEU's warning about that is noise
+    bleu = BLEU(tokenize=tokenize, lowercase=lowercase, force=tokenize == "none")
     chrf = CHRF(lowercase=lowercase)
     scores = []
     for (name, path), hyps in zip(systems, hypotheses, strict=True):

@@ -67,6 +67,7 @@ class ExperimentConfig:
     beam: int = 10
     nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
     length_penalty: str = "wu"
+    unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table
     tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
     buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
 
@@ -197,12 +198,15 @@ class Experiment:
     def decode(self, name: str, split: Split, models: dict[str, Path]) -> None:
         c = self.config
         search = ["--beam", c.beam, "--length-penalty", c.length_penalty]
-        for model in ("encdec", "rnnsearch"):
+        unk = ["--unk-replace"] if c.unk_replace else []
+        if unk and c.moses.phrase_table:
+            unk += ["--phrase-table", c.moses.phrase_table]
+        for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention
             output = self.out / f"{name}.{model}.1best"
-            self.rerank(["translate", "--model", models[model], "-i", split.source, "-o", output, *search],
+            self.rerank(["translate", "--model", models[model], "-i", split.source, "-o", output, *options],
                         [output], step=f"translate {name} {model}")
         nbest = self.out / f"{name}.rnnsearch.nbest.gz"
-        self.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search,
+        self.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
                      "--nbest", c.nbest], [nbest])
 
     def tune_rows(self) -> dict[str, dict[str, Score]]:
