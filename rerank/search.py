@@ -6,25 +6,37 @@ per sentence, its state is repeated for the K hypotheses after the first step, a
 reordered with ``DecoderState.index_select`` (without copying the source side, which the K rows
 of a sentence share).
 
+Hypotheses are ranked by Σ ln p divided by a length penalty lp(|Y|) (:class:`LengthPenalty`), or,
+with :class:`FeatureWeights`, by the log-linear score w_model · Σ ln p + w_wp · WP, WP = −(words)
+(the two do not combine: the word penalty takes the length penalty's place). Both features add
+up word by word, so a partial hypothesis has a score of the same kind.
+
 The search, step t (0-based) of a sentence:
 
 1. :func:`restrict` forbids ``<pad>`` and ``<s>``, and allows only ``</s>`` once a hypothesis has
    ⌈max_ratio · source words⌉ words.
 2. :func:`top_candidates` takes the 2K best of the K·V one-word extensions by Σ ln p (all of length
-   t + 1, so this is also their order by any length-normalised score). At step 0 each sentence
-   has one hypothesis, ``<s>``, and from step 1 on K.
+   t + 1, so this is also their order by any length-normalised score), or by their log-linear
+   score (:meth:`FeatureWeights.gains`: an extension by a word also gets its word penalty, one by
+   ``</s>`` none). At step 0 each sentence has one hypothesis, ``<s>``, and from step 1 on K.
 3. Finished hypotheses are set aside (:class:`Finished`): an extension by ``</s>`` among the K best
-   candidates enters the sentence's N best finished hypotheses, ranked by Σ ln p / lp(|Y|); the K
-   best extensions by a word (:func:`live_candidates`) continue. At most K of the 2K candidates
-   end in ``</s>``, so K live ones are always left.
+   candidates enters the sentence's N best finished hypotheses, ranked by Σ ln p / lp(|Y|) or by
+   its log-linear score; the K best extensions by a word (:func:`live_candidates`) continue. At
+   most K of the 2K candidates end in ``</s>``, so K live ones are always left.
 4. A sentence is done when it has N finished hypotheses and its best live one, ranked as if it
    finished now, is no better than the N-th of them. Σ ln p only falls, so without length
    normalisation nothing live can enter the n-best list any more (for N = 1: the best hypothesis
    is final once it beats everything live); with it this is the usual approximation, and the
-   maximum length ends every search. Done sentences leave the batch at once.
+   maximum length ends every search. With weights the rule is exact (nothing live can still
+   enter the n-best list): the live score is first raised to the most it can still reach
+   (:meth:`FeatureWeights.bound`), by w_model · ln p − w_wp ≤ −w_wp per word up to the maximum
+   length when w_wp < 0 (a bonus per word, which lets a longer hypothesis overtake a finished
+   one); with w_model < 0 a step can gain without bound, and only the maximum length ends the
+   search. Done sentences leave the batch at once.
 
 Every hypothesis ends in ``</s>``, and its score is Σ ln p of its words and ``</s>``: the score
-forced decoding gives it (``model.score``). ``|Y|`` counts ``</s>``.
+forced decoding gives it (``model.score``), with or without weights. ``|Y|`` counts ``</s>``; the
+word penalty does not.
 
 Shapes: B sentences, B' sentences still searched, K beam, W hypotheses per sentence (1 at step 0,
 then K), R = B'·W rows, N n-best size, V target vocabulary, S source length (``</s>`` and padding
@@ -76,17 +88,60 @@ class LengthPenalty:
 
 
 @dataclass(frozen=True)
+class FeatureWeights:
+    """A log-linear model over two features that add up word by word: the model's Σ ln p (``</s>``
+    included) and the word penalty WP = −(number of words), ``</s>`` not counted, as Moses' WP0.
+
+    A hypothesis of |Y| - 1 words scores ``model`` · Σ ln p − ``word_penalty`` · (|Y| - 1); a
+    negative ``word_penalty`` is a bonus per word. A ``model`` weight of 0 would rank by length
+    alone, and is refused; a negative one is allowed (a tuner may try it), but then the search looks
+    for improbable outputs and always runs to the maximum length.
+    """
+
+    model: float = 1.0
+    word_penalty: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.model) and math.isfinite(self.word_penalty)):
+            raise ValueError(f"weights must be finite numbers, got {self.model} and {self.word_penalty}")
+        if self.model == 0:
+            raise ValueError("the weight of the model's ln p must not be 0: the search would rank by length alone")
+
+    def total(self, score: float, words: int) -> float:
+        """The score of a finished hypothesis of ``words`` words (``</s>`` not counted) and Σ ln p ``score``."""
+        return self.model * score - self.word_penalty * words
+
+    def gains(self, log_probs: Tensor) -> Tensor:
+        """What each one-word extension adds to a hypothesis' score, (R, V) from the ln p (R, V):
+        ``model`` · ln p, less ``word_penalty`` for every word but ``</s>``; −inf where ln p is."""
+        gains = log_probs * self.model - self.word_penalty
+        gains[:, EOS_ID] = log_probs[:, EOS_ID] * self.model
+        return gains.masked_fill_(torch.isneginf(log_probs), -math.inf)
+
+    def bound(self, scores: Tensor, remaining: Tensor) -> Tensor:
+        """The most (B',) that live hypotheses scored ``scores`` (B',) can reach with at most
+        ``remaining`` (B',) more words and ``</s>``: a word adds at most −``word_penalty`` when
+        ``model`` > 0, ``</s>`` at most 0; with ``model`` < 0 there is no bound but for a score of −inf."""
+        if self.model < 0:
+            return torch.where(torch.isneginf(scores), scores, torch.full_like(scores, math.inf))
+        return scores + max(0.0, -self.word_penalty) * remaining.to(scores.dtype)
+
+
+@dataclass(frozen=True)
 class SearchConfig:
-    """Beam size K, the n-best size N ≤ K, the length penalty, and the output length limit.
+    """Beam size K, the n-best size N ≤ K, the length penalty or feature weights, and the output
+    length limit.
 
     A hypothesis has at most ⌈max_ratio · source words⌉ words before ``</s>`` (none for an
-    empty source). ``beam_size: 1`` is greedy search.
+    empty source). ``beam_size: 1`` is greedy search. With ``weights`` the search ranks by their
+    log-linear score, and the length penalty must be ``none``.
     """
 
     beam_size: int = 10
     nbest: int = 1
     length_penalty: LengthPenalty = LengthPenalty()
     max_ratio: float = 2.0
+    weights: FeatureWeights | None = None
 
     def __post_init__(self) -> None:
         if self.beam_size < 1:
@@ -96,6 +151,9 @@ class SearchConfig:
                              f"got {self.nbest}")
         if not self.max_ratio > 0:
             raise ValueError(f"max_ratio must be positive, got {self.max_ratio}")
+        if self.weights is not None and self.length_penalty.kind != "none":
+            raise ValueError(f"feature weights and the {self.length_penalty.kind} length penalty do not combine: "
+                             "the word penalty's weight takes the length penalty's place")
 
 
 @dataclass
@@ -103,7 +161,8 @@ class Hypothesis:
     """A finished translation of one sentence.
 
     ``tokens``: target ids, without ``</s>``. ``score``: Σ ln p of the tokens and ``</s>``.
-    ``normalised``: ``score`` / lp(len(tokens) + 1), what the search ranks by. ``token_scores``:
+    ``normalised``: what the search ranks by, ``score`` / lp(len(tokens) + 1) or, with feature
+    weights, the weighted score (:meth:`FeatureWeights.total`, summed word by word). ``token_scores``:
     ln p of each token then of ``</s>``. ``attention``: (len(tokens) + 1, source length with
     ``</s>``), the weights with which each token and ``</s>`` was predicted; None for a model
     without attention.
@@ -169,7 +228,7 @@ class StepRecord:
 
 @dataclass
 class Finished:
-    """The N best finished hypotheses of each sentence, best first by normalised score.
+    """The N best finished hypotheses of each sentence, best first by normalised (or weighted) score.
 
     A slot is empty while its normalised score is −inf. A hypothesis that ends at step t has t
     words, recorded by steps 0..t-1; ``rows`` is the row of its last word in record t - 1.
@@ -231,43 +290,50 @@ def beam_search(model: Seq2Seq, src: Tensor, src_len: Tensor, config: SearchConf
     state = model.encode(src, src_len)  # one <s> hypothesis per sentence: B rows, then B'·K after step 0
     width = 1  # hypotheses per sentence
     scores = torch.zeros(sentences, dtype=state.hidden.dtype, device=device)  # (R,) Σ ln p
+    ranks = scores  # (R,) what the search ranks by: Σ ln p, or the weighted score
     prev = torch.full((sentences,), BOS_ID, dtype=torch.long, device=device)  # (R,) last words
     active = torch.arange(sentences, device=device)  # (B',) the sentences still searched
     origin = torch.arange(sentences, device=device)  # (R,) each row's row in the last record
     finished = Finished.empty(sentences, config.nbest, scores.dtype, device)
     history: list[StepRecord] = []
-    penalty = config.length_penalty
+    penalty, weights = config.length_penalty, config.weights
     for step in range(int(max_words.max()) + 1):
         log_probs, state = model.step(prev, state)  # (R, V)
         restrict(log_probs, at_max=(max_words[active] == step).repeat_interleave(width))
-        values, beams, tokens = top_candidates(scores.view(len(active), width),
-                                               log_probs.view(len(active), width, -1), 2 * k)  # (B', 2K)
+        gains = log_probs if weights is None else weights.gains(log_probs)  # (R, V)
+        values, beams, tokens = top_candidates(ranks.view(len(active), width),
+                                               gains.view(len(active), width, -1), 2 * k)  # (B', 2K)
         rows = beams + torch.arange(len(active), device=device)[:, None] * width  # (B', 2K) rows of this step
+        totals = scores[rows] + log_probs[rows, tokens]  # (B', 2K) Σ ln p: ``values`` again without weights
         is_eos = tokens == EOS_ID
 
         ends = is_eos[:, :k]  # (B', K) finished hypotheses among the K best candidates
         if ends.any():
             end_rows = rows[:, :k]
             finished.add(active, penalty.normalise(values[:, :k], step + 1).masked_fill(~ends, -math.inf),
-                         values[:, :k], step, origin[end_rows], log_probs[end_rows, EOS_ID],
+                         totals[:, :k], step, origin[end_rows], log_probs[end_rows, EOS_ID],
                          None if state.attention is None else state.attention[end_rows])
 
         keep = live_candidates(is_eos, k)  # (B', K)
-        values, rows, tokens = values.gather(1, keep), rows.gather(1, keep).view(-1), tokens.gather(1, keep).view(-1)
+        values, totals = values.gather(1, keep), totals.gather(1, keep)
+        rows, tokens = rows.gather(1, keep).view(-1), tokens.gather(1, keep).view(-1)
         state = state.index_select(rows, same_sources=width == k)  # K rows per sentence from here on
         history.append(StepRecord(parents=origin[rows], tokens=tokens, token_scores=log_probs[rows, tokens],
                                   attention=state.attention))
-        scores, prev, width = values.view(-1), tokens, k
+        ranks, scores, prev, width = values.view(-1), totals.view(-1), tokens, k
         origin = torch.arange(len(rows), device=device)
 
-        done = penalty.normalise(values[:, 0], step + 1) <= finished.worst(active)  # (B',)
+        best = penalty.normalise(values[:, 0], step + 1)  # (B',)
+        if weights is not None:
+            best = weights.bound(best, max_words[active] - (step + 1))
+        done = best <= finished.worst(active)  # (B',)
         if done.all():
             break
         if done.any():
             kept = (~done).nonzero().squeeze(1)  # (B'',)
             origin = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)
             active = active[kept]
-            state, scores, prev = state.index_select(origin), scores[origin], prev[origin]
+            state, ranks, scores, prev = state.index_select(origin), ranks[origin], scores[origin], prev[origin]
     return collect(finished, history, src_len)
 
 

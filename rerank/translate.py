@@ -6,6 +6,9 @@ From the attention weights of a hypothesis come its hard word alignment (each ta
 the source word it attends to most) and UNK replacement (Luong et al. 2015, arXiv:1410.8206, with
 the alignment read from the attention, as Jean et al. 2015, arXiv:1412.2007, do): each
 ``<unk>`` becomes the dictionary translation of its aligned source word, or that word itself.
+
+With :class:`~rerank.search.FeatureWeights` read from a weights file, the n-best list carries the
+features the search ranks by, the model's ln p and the word penalty ``WP0``, on every line.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, format_features, format_value
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.seq2seq import Seq2Seq
-from rerank.search import Hypothesis, SearchConfig, beam_search
+from rerank.search import FeatureWeights, Hypothesis, SearchConfig, beam_search
 from rerank.vocab import EOS, UNK, Vocabulary
+from rerank.weights import load_weights
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +38,7 @@ BATCH_SIZE = 50  # sentences searched together
 SORT_WINDOW = 20  # batches sorted by length together
 PROGRESS_EVERY = 30.0  # seconds between progress lines
 P_E_GIVEN_F = 2  # p(e|f) in a Moses phrase table: p(f|e) lex(f|e) p(e|f) lex(e|f)
+WORD_PENALTY = "WP0"  # −(number of words), Moses' WordPenalty
 
 Sentence = list[str]
 
@@ -138,11 +143,41 @@ def phrase_table_dictionary(path: str | os.PathLike, score_index: int = P_E_GIVE
     return {source: target for source, (_, target) in best.items()}
 
 
-def nbest_entry(sentence_id: int, words: Sentence, label: str, score: float) -> NBestEntry:
-    """``id ||| words ||| label= score ||| score``, as Moses writes an n-best line (weight 1)."""
-    fields = (f"{sentence_id} ", f" {' '.join(words)} ", f" {format_features([(label, [score])])} ",
-              f" {format_value(score)}")
-    return NBestEntry(sentence_id, fields, (score,), FeatureLayout((label,), (1,)), total=score)
+def read_feature_weights(path: str | os.PathLike, label: str) -> FeatureWeights:
+    """The weights of the model's ln p (``label``) and of ``WP0`` in a YAML weights file or a
+    ``moses.ini``; a missing one keeps its default (1 and 0), any other label is an error."""
+    weights = load_weights(path)
+    known = {label: "model", WORD_PENALTY: "word_penalty"}
+    unknown = [name for name in weights if name not in known]
+    if unknown:
+        raise RerankError(f"{path}: weights for features the search does not have: {', '.join(unknown)} "
+                          f"(it has {label} and {WORD_PENALTY})")
+    for name, values in weights.items():
+        if len(values) != 1:
+            raise RerankError(f"{path}: {name} is one feature, but has {len(values)} weights")
+    try:
+        return FeatureWeights(**{known[name]: values[0] for name, values in weights.items()})
+    except ValueError as e:
+        raise RerankError(f"{path}: {e}") from None
+
+
+def hypothesis_features(hypothesis: Hypothesis, label: str,
+                        weights: FeatureWeights | None) -> tuple[list[tuple[str, float]], float]:
+    """The n-best features of ``hypothesis`` and their total: ln p alone, with weight 1, or with
+    ``weights`` ln p and ``WP0`` and their weighted sum, what the search ranked it by."""
+    if weights is None:
+        return [(label, hypothesis.score)], hypothesis.score
+    words = len(hypothesis.tokens)
+    return [(label, hypothesis.score), (WORD_PENALTY, -float(words))], weights.total(hypothesis.score, words)
+
+
+def nbest_entry(sentence_id: int, words: Sentence, features: Sequence[tuple[str, float]],
+                total: float) -> NBestEntry:
+    """``id ||| words ||| label= value ... ||| total``, as Moses writes an n-best line."""
+    fields = (f"{sentence_id} ", f" {' '.join(words)} ",
+              f" {format_features([(label, [value]) for label, value in features])} ", f" {format_value(total)}")
+    layout = FeatureLayout(tuple(label for label, _ in features), (1,) * len(features))
+    return NBestEntry(sentence_id, fields, tuple(value for _, value in features), layout, total=total)
 
 
 def attention_record(sentence_id: int, source: Sentence, words: Sentence, attention: Tensor,

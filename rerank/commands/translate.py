@@ -6,9 +6,18 @@ Reads one sentence per line (stdin by default) and writes one translation per li
     0 ||| a man in an orange hat ||| RNNsearch0= -4.21 ||| -4.21
 
 Hypotheses are ranked by ln p divided by the length penalty; the feature is ln p itself, </s>
-included, and the total is that feature with weight 1. --alignments and --attention write the
-attention of each sentence's best hypothesis: hard `i-j` pairs (source-target, 0-based) per line,
-or the soft weights as JSON lines. Progress goes to stderr.
+included, and the total is that feature with weight 1.
+
+With --weights FILE (YAML, `RNNsearch0: 1.0` and `WP0: -0.2`, or a moses.ini [weight] section)
+the search ranks by the log-linear score w · ln p + w_WP · WP0, where WP0 = -(number of words) as
+Moses' word penalty (a negative weight is a bonus per word); a missing weight is 1 for ln p and 0
+for WP0, and ln p's must not be 0. Every n-best line then carries both features and their
+weighted total, so that `rerank tune --decoder` (or Moses' mert) can tune them:
+
+    0 ||| a man in an orange hat ||| RNNsearch0= -4.21 WP0= -6 ||| -3.01
+
+--alignments and --attention write the attention of each sentence's best hypothesis: hard `i-j`
+pairs (source-target, 0-based) per line, or the soft weights as JSON lines. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -39,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rank by ln p (none), ln p per word (average) or ln p / lp with "
                              "lp = ((5 + |Y|) / 6)^alpha (wu, Wu et al. 2016) (default none)")
     search.add_argument("--alpha", type=positive_float, help="alpha of the wu length penalty (default 0.6)")
+    search.add_argument("--weights", metavar="FILE",
+                        help="log-linear weights of the model's ln p (its --label) and of WP0 = -(words), YAML or "
+                             "moses.ini: rank by their weighted sum instead of a length penalty (default 1 and 0)")
     search.add_argument("--max-ratio", type=positive_float, metavar="R",
                         help="at most ceil(R x source words) output words (default 2.0)")
     search.add_argument("--batch-size", type=positive_int, metavar="B",
@@ -70,6 +82,9 @@ def search_config(args: argparse.Namespace) -> SearchConfig:
 
     if args.alpha is not None and args.length_penalty != "wu":
         raise RerankError("--alpha is the parameter of --length-penalty wu")
+    if args.weights and args.length_penalty not in (None, "none"):
+        raise RerankError(f"--weights and --length-penalty {args.length_penalty} do not combine: "
+                          "the weight of the word penalty WP0 takes the length penalty's place")
     beam = args.beam or SearchConfig().beam_size
     if args.nbest is not None and args.nbest > beam:
         raise RerankError(f"--nbest {args.nbest} needs a beam at least as wide, not {beam}: give --beam {args.nbest}")
@@ -104,6 +119,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import contextlib
+    import dataclasses
     import json
 
     import torch
@@ -113,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.files import atomic_output, display_name, read_lines
     from rerank.formats.nbest import check_label
     from rerank.models.checkpoint import load_model
-    from rerank.translate import BATCH_SIZE, attention_record, check_source_lengths, format_alignment, \
-        hard_alignment, nbest_entry, phrase_table_dictionary, read_dictionary, require_attention, target_words, \
-        translate
+    from rerank.translate import BATCH_SIZE, WORD_PENALTY, attention_record, check_source_lengths, \
+        format_alignment, hard_alignment, hypothesis_features, nbest_entry, phrase_table_dictionary, \
+        read_dictionary, read_feature_weights, require_attention, target_words, translate
 
     config = search_config(args)
     check_outputs(args)
@@ -129,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_model(args.model, args.device)
     model = loaded.model
     label = label or DEFAULT_LABELS[loaded.architecture]
+    if args.weights:
+        config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))
     for flag in ("alignments", "attention", "unk_replace"):
         if getattr(args, flag):
             require_attention(model, "--" + flag.replace("_", "-"))
@@ -140,8 +158,10 @@ def run(args: argparse.Namespace) -> int:
     if not sentences:
         logger.warning("%s is empty: nothing to translate", display_name(args.input))
     batch_size = args.batch_size or BATCH_SIZE
-    logger.info("translating %d sentences with %s: beam %d, %s length penalty, batches of %d", len(sentences),
-                args.model, config.beam_size, config.length_penalty.kind, batch_size)
+    ranking = (f"{label} weight {config.weights.model:g}, {WORD_PENALTY} weight {config.weights.word_penalty:g}"
+               if config.weights else f"{config.length_penalty.kind} length penalty")
+    logger.info("translating %d sentences with %s: beam %d, %s, batches of %d", len(sentences), args.model,
+                config.beam_size, ranking, batch_size)
 
     results = translate(model, loaded.src_vocab, sentences, config, batch_size, args.device)
     with contextlib.ExitStack() as files:  # every output appears at the end, or none on an error
@@ -152,7 +172,8 @@ def run(args: argparse.Namespace) -> int:
             outputs = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
             if args.nbest:
                 for h, words in zip(hypotheses, outputs, strict=True):
-                    out.write(nbest_entry(sentence_id, words, label, h.score).line() + "\n")
+                    features, total = hypothesis_features(h, label, config.weights)
+                    out.write(nbest_entry(sentence_id, words, features, total).line() + "\n")
             else:
                 out.write(" ".join(outputs[0]) + "\n")
             if alignments is not None:

@@ -9,6 +9,14 @@ no weight moves by 1e-5 or after 25 runs, as mert-moses.pl (placeholders for CMD
   rerank tune --source dev.en --ref dev.fr --moses-ini moses.ini -o weights.yaml \\
       --decoder "moses -f moses.ini -n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}"
 
+For our own decoder, `rerank translate --weights` ranks by ln p (RNNsearch0, or RNN0) and the word
+penalty WP0 and writes both to its n-best list; start from an init.yaml of `RNNsearch0: 1` and
+`WP0: 0` (plain beam search), with a beam at least as wide as the n-best list:
+
+  rerank tune --source dev.en --ref dev.fr --init init.yaml -o weights.yaml --nbest-size 10 \\
+      --decoder "rerank translate --model models/rnnsearch -i {source} -o {nbest} --beam 10 \\
+                 --nbest {nbest_size} --weights {weights_file}"
+
 The weights are written as YAML and, with --moses-ini, into a copy of that moses.ini. Settings come
 from --config (see configs/tune.yaml); the flags below override single ones.
 """

@@ -124,6 +124,44 @@ def test_length_penalty_orders_the_nbest_list_by_ln_p_per_word(model_dir: Path, 
         assert per_word == sorted(per_word, reverse=True)
 
 
+def test_weights_add_the_word_penalty_and_rank_by_the_weighted_total(model_dir: Path, tmp_path: Path) -> None:
+    plain, neutral, bonus = tmp_path / "plain.nbest", tmp_path / "neutral.nbest", tmp_path / "bonus.nbest"
+    (tmp_path / "neutral.yaml").write_text("RNNsearch0: 1\nWP0: 0\n")
+    (tmp_path / "moses.ini").write_text("[weight]\nRNNsearch0= 0.5\nWP0= -1.5\n")  # a bonus of 1.5 a word
+    assert translate(model_dir, "--beam", "4", "--nbest", "4", "-o", str(plain)) == 0
+    assert translate(model_dir, "--beam", "4", "--nbest", "4", "--weights", str(tmp_path / "neutral.yaml"),
+                     "-o", str(neutral)) == 0
+    assert translate(model_dir, "--beam", "4", "--nbest", "4", "--weights", str(tmp_path / "moses.ini"),
+                     "-o", str(bonus)) == 0
+    unweighted, weighted = list(read_nbest(plain)), list(read_nbest(neutral))
+    assert [(e.sentence_id, e.hypothesis, e.dense[0]) for e in unweighted] == \
+           [(e.sentence_id, e.hypothesis, e.dense[0]) for e in weighted]  # weights 1 and 0: the same search
+    for _, group in group_by_sentence(read_nbest(bonus)):
+        for entry in group:
+            assert entry.layout.labels == ("RNNsearch0", "WP0")  # on every line, as mert needs
+            assert entry.dense[1] == -len(entry.tokens)
+            assert entry.total == pytest.approx(0.5 * entry.dense[0] + 1.5 * len(entry.tokens), abs=1e-4)
+        assert [e.total for e in group] == sorted((e.total for e in group), reverse=True)
+    best = lambda entries: [len(g[0].tokens) for _, g in group_by_sentence(entries)]  # noqa: E731
+    assert best(read_nbest(bonus)) >= best(unweighted) and sum(best(read_nbest(bonus))) > sum(best(unweighted))
+
+
+@pytest.mark.parametrize("content, message", [
+    ("RNNsearch0: 1\nLM0: 0.5\n", "weights.yaml: weights for features the search does not have: LM0 "
+                                   "(it has RNNsearch0 and WP0)"),
+    ("RNN0: 1\n", "weights.yaml: weights for features the search does not have: RNN0"),
+    ("RNNsearch0: 0\nWP0: 1\n", "weights.yaml: the weight of the model's ln p must not be 0"),
+    ("WP0: [1, 2]\n", "weights.yaml: WP0 is one feature, but has 2 weights"),
+])
+def test_bad_weights_files(model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, content: str,
+                           message: str) -> None:
+    weights, out = tmp_path / "weights.yaml", tmp_path / "out"
+    weights.write_text(content)
+    assert translate(model_dir, "--nbest", "2", "--weights", str(weights), "-o", str(out)) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
 def check_replacements(plain: Path, replaced: Path, translations: dict[str, str]) -> None:
     """Only the <unk>s changed, each into its source word's translation or the source word itself."""
     sources = [line.split() for line in read_text(TOY / "toy.en")]
@@ -201,6 +239,7 @@ def test_align_draws_a_png(model_dir: Path, tmp_path: Path) -> None:
     (["--alpha", "0.5"], "--alpha is the parameter of --length-penalty wu"),
     (["--dictionary", "x.txt"], "--dictionary and --phrase-table are for --unk-replace"),
     (["--alignments", "-"], "--output and --alignments both write to stdout"),
+    (["--weights", "w.yaml", "--length-penalty", "wu"], "--weights and --length-penalty wu do not combine"),
 ])
 def test_bad_options(model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, options: list[str],
                      message: str) -> None:

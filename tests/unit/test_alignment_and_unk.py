@@ -72,8 +72,8 @@ def test_phrase_table_dictionary_takes_the_most_probable_one_word_translation(tm
 
 
 def test_nbest_entry_is_a_moses_line_that_reads_back(tmp_path: Path) -> None:
-    entries = [nbest_entry(0, ["un", "chat"], "RNNsearch0", -1.23456789), nbest_entry(0, [], "RNNsearch0", -0.5),
-               nbest_entry(1, ["x"], "RNNsearch0", -10.0)]
+    entries = [nbest_entry(0, ["un", "chat"], [("RNNsearch0", -1.23456789)], -1.23456789),
+               nbest_entry(0, [], [("RNNsearch0", -0.5)], -0.5), nbest_entry(1, ["x"], [("RNNsearch0", -10.0)], -10.0)]
     assert entries[0].line() == "0 ||| un chat ||| RNNsearch0= -1.23457 ||| -1.23457"
     path = tmp_path / "out.nbest"
     path.write_text("".join(e.line() + "\n" for e in entries))

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from tiny_models import all_models, one_thread, taught_model, tiny_config, tiny_model
+from tiny_models import all_models, one_thread, taught_model, teach, tiny_config, tiny_model
 
 from rerank.data import pad
 from rerank.models import Seq2Seq
-from rerank.search import Finished, Hypothesis, LengthPenalty, SearchConfig, beam_search, live_candidates, \
-    restrict, top_candidates
+from rerank.search import FeatureWeights, Finished, Hypothesis, LengthPenalty, SearchConfig, beam_search, \
+    live_candidates, restrict, top_candidates
 from rerank.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [13, 14, 15, 16, EOS_ID], [EOS_ID],
@@ -45,6 +45,11 @@ def forced_scores(model: Seq2Seq, source: list[int], targets: list[list[int]]) -
     trg, _ = pad([t + [EOS_ID] for t in targets])
     with torch.inference_mode():
         return model.score(model.encode(src, src_len), trg)
+
+
+def every_hypothesis(max_words: int) -> list[list[int]]:
+    """Every target of at most ``max_words`` words <unk>, a and b (ids 1, 4, 5 of a 6-word vocabulary)."""
+    return [list(t) for n in range(max_words + 1) for t in itertools.product([UNK_ID, 4, 5], repeat=n)]
 
 
 def greedy(model: Seq2Seq, source: list[int], max_ratio: float = 2.0) -> list[int]:
@@ -226,7 +231,7 @@ def test_a_wide_beam_finds_every_hypothesis_in_order(penalty: LengthPenalty) -> 
     """Target words <unk>, a, b and at most 2 of them: 13 hypotheses, all finished by a beam of 13."""
     model = tiny_model(tiny_config(), trg_vocab=6, biases={})
     source = [5, EOS_ID]
-    everything = [list(t) for n in range(3) for t in itertools.product([UNK_ID, 4, 5], repeat=n)]
+    everything = every_hypothesis(2)
     scores = forced_scores(model, source, everything).tolist()
     ranked = sorted(zip(everything, scores, strict=True), key=lambda x: -float(penalty.normalise(
         torch.tensor(x[1]), len(x[0]) + 1)))
@@ -246,3 +251,107 @@ def test_float32_scores_agree_with_forced_decoding() -> None:
     for source, hypotheses in zip(SOURCES, search(model, SOURCES, beam_size=5, nbest=5), strict=True):
         forced = forced_scores(model, source, [h.tokens for h in hypotheses])
         np.testing.assert_allclose([h.score for h in hypotheses], forced.numpy(), atol=1e-5)
+
+
+# --- feature weights: w_model · Σ ln p + w_wp · WP, WP = −(words) ---
+
+def weighted_order(model: Seq2Seq, source: list[int], weights: FeatureWeights,
+                   max_words: int) -> list[tuple[list[int], float]]:
+    """Every hypothesis of at most ``max_words`` words with its forced score, best first by the
+    weighted score: the reference for a beam that keeps everything."""
+    everything = every_hypothesis(max_words)
+    scores = forced_scores(model, source, everything).tolist()
+    return sorted(zip(everything, scores, strict=True), key=lambda x: -weights.total(x[1], len(x[0])))
+
+
+def test_feature_weights_gains_total_and_bound() -> None:
+    inf = math.inf
+    log_probs = torch.tensor([[-inf, -1.0, -2.0, -3.0], [-0.5, -inf, -inf, -4.0]], dtype=torch.float64)
+    assert EOS_ID == 3
+    weights = FeatureWeights(model=0.5, word_penalty=-2.0)  # a bonus of 2 per word, none for </s>
+    assert weights.gains(log_probs).tolist() == [[-inf, 1.5, 1.0, -1.5], [1.75, -inf, -inf, -2.0]]
+    assert FeatureWeights(-1.0, 0.0).gains(log_probs)[1].tolist() == [0.5, -inf, -inf, 4.0]  # -inf stays -inf
+    assert weights.total(-6.0, 3) == -3.0 + 6.0
+    scores, remaining = torch.tensor([-1.0, -inf, -2.0], dtype=torch.float64), torch.tensor([3, 2, 0])
+    assert weights.bound(scores, remaining).tolist() == [5.0, -inf, -2.0]  # up to 2 per word still to come
+    assert FeatureWeights(1.0, 2.0).bound(scores, remaining).tolist() == [-1.0, -inf, -2.0]  # a penalty never gains
+    assert FeatureWeights(-1.0, 0.0).bound(scores, remaining).tolist() == [inf, -inf, inf]  # no bound
+
+
+def test_feature_weights_refuse_a_zero_model_weight_and_a_length_penalty() -> None:
+    with pytest.raises(ValueError, match="must not be 0"):
+        FeatureWeights(model=0.0, word_penalty=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        FeatureWeights(word_penalty=math.nan)
+    with pytest.raises(ValueError, match="do not combine"):
+        SearchConfig(length_penalty=LengthPenalty("average"), weights=FeatureWeights())
+
+
+def test_weights_one_and_zero_are_the_unweighted_search(model: Seq2Seq) -> None:
+    plain = search(model, SOURCES, beam_size=5, nbest=3)
+    weighted = search(model, SOURCES, beam_size=5, nbest=3, weights=FeatureWeights(model=1.0, word_penalty=0.0))
+    for a, b in zip(plain, weighted, strict=True):
+        assert [(h.tokens, h.score, h.normalised, h.token_scores) for h in a] == \
+               [(h.tokens, h.score, h.normalised, h.token_scores) for h in b]
+
+
+@pytest.mark.parametrize("weights", [FeatureWeights(1.0, -1.5), FeatureWeights(0.4, 0.8), FeatureWeights(2.0, -0.3)],
+                         ids=lambda w: f"model{w.model}-wp{w.word_penalty}")
+def test_weighted_score_is_the_forced_decoding_score_and_ranks_by_the_total(model: Seq2Seq,
+                                                                            weights: FeatureWeights) -> None:
+    results = search(model, SOURCES, beam_size=5, nbest=5, weights=weights)
+    for source, hypotheses in zip(SOURCES, results, strict=True):
+        forced = forced_scores(model, source, [h.tokens for h in hypotheses])
+        for h, score in zip(hypotheses, forced.tolist(), strict=True):
+            assert h.score == pytest.approx(score, abs=1e-9)
+            assert h.normalised == pytest.approx(weights.total(h.score, len(h.tokens)), abs=1e-9)
+        assert [h.normalised for h in hypotheses] == sorted((h.normalised for h in hypotheses), reverse=True)
+
+
+def test_weighted_batched_equals_one_by_one(model: Seq2Seq) -> None:
+    weights = FeatureWeights(1.0, -1.0)  # a bonus: sentences stop at different steps
+    batched = search(model, SOURCES, beam_size=4, nbest=3, weights=weights)
+    for source, together in zip(SOURCES, batched, strict=True):
+        [alone] = search(model, [source], beam_size=4, nbest=3, weights=weights)
+        assert [h.tokens for h in together] == [h.tokens for h in alone]
+        np.testing.assert_allclose([h.score for h in together], [h.score for h in alone], atol=1e-9)
+
+
+@pytest.mark.parametrize("weights", [FeatureWeights(1.0, -3.0), FeatureWeights(1.0, -0.5), FeatureWeights(1.0, 0.0),
+                                     FeatureWeights(0.5, 0.7), FeatureWeights(1.0, 3.0), FeatureWeights(-1.0, 0.5)],
+                         ids=lambda w: f"model{w.model}-wp{w.word_penalty}")
+def test_a_wide_weighted_beam_finds_every_hypothesis_in_order(weights: FeatureWeights) -> None:
+    """Target words <unk>, a, b and at most 3 of them: a beam of 40 keeps all 40 hypotheses, so the
+    search is exhaustive but for its early stop, which the 1-best search (N = 1) relies on most."""
+    model = tiny_model(tiny_config(), trg_vocab=6)
+    source = [5, 6, EOS_ID]  # 2 words: at most 3 with max_ratio 1.5
+    ranked = weighted_order(model, source, weights, max_words=3)
+    [hypotheses] = search(model, [source], beam_size=40, nbest=40, max_ratio=1.5, weights=weights)
+    assert [h.tokens for h in hypotheses] == [t for t, _ in ranked]
+    np.testing.assert_allclose([h.score for h in hypotheses], [s for _, s in ranked], atol=1e-9)
+    [[best]] = search(model, [source], beam_size=40, nbest=1, max_ratio=1.5, weights=weights)
+    assert best.tokens == ranked[0][0]
+
+
+def test_a_bonus_per_word_lets_a_live_hypothesis_overtake_a_finished_one() -> None:
+    """Taught that [5, 6] means nothing 3 times in 5 and ``a a a`` otherwise, a model ranks the empty
+    translation first by ln p. A bonus of 0.1 per word makes ``a a a`` the best, though its first
+    word alone scores below the finished empty translation: the search must not stop there."""
+    pairs = ([[5, 6]] * 5, [[], [], [], [4, 4, 4], [4, 4, 4]])
+    model = teach(tiny_model(tiny_config(), trg_vocab=6, dtype=torch.float32, biases={}), [pairs] * 60)
+    source, weights = [5, 6, EOS_ID], FeatureWeights(1.0, -0.1)
+    [[empty]] = search(model, [source], beam_size=40, max_ratio=1.5)
+    [[best]] = search(model, [source], beam_size=40, max_ratio=1.5, weights=weights)
+    assert empty.tokens == [] and best.tokens == [4, 4, 4] == weighted_order(model, source, weights, 3)[0][0]
+    assert best.token_scores[0] + 0.1 < empty.score  # the live a, after step 0
+
+
+def test_the_word_penalty_weight_moves_the_output_length(model: Seq2Seq) -> None:
+    """A negative weight of WP = −words is a bonus per word: longer outputs; a positive one, shorter."""
+    def words(word_penalty: float) -> list[int]:
+        results = search(model, SOURCES, beam_size=5, weights=FeatureWeights(1.0, word_penalty))
+        return [len(best.tokens) for [best] in results]
+
+    bonus, neutral, penalty = words(-3.0), words(0.0), words(3.0)
+    assert all(a >= b >= c for a, b, c in zip(bonus, neutral, penalty, strict=True))
+    assert sum(bonus) > sum(neutral) > sum(penalty)
