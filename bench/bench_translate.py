@@ -3,7 +3,10 @@
 Translates the Multi30k test_2016_flickr source (1,000 sentences) at beams 1, 5 and 10 and
 prints sentences per second, batched (``rerank.translate.translate``: length-sorted batches)
 and one sentence at a time (``beam_search`` on batches of one), the speed-up, and whether
-both gave the same translations. Decoding only: the model is loaded and the text read before
+both gave the same translations. Beside them, the ceiling that batching can reach: how much
+faster the largest matrix multiply of a decoding step (the output layer, ``rows × units`` by
+``units × vocabulary``) runs per row at batch·beam rows than at the beam's own rows, since one
+sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded and the text read before
 the clock starts; each figure is one timed pass after a short warm-up.
 
     python bench/bench_translate.py --model runs/rnnsearch-small
@@ -60,6 +63,24 @@ def one_at_a_time(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[st
     return results
 
 
+def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float:
+    """How much faster per row the model's largest linear layer multiplies ``batched_rows`` rows than ``single_rows``."""
+    layer = max((m for m in model.modules() if isinstance(m, torch.nn.Linear)), key=lambda m: m.weight.numel())
+    weight = layer.weight.detach().t().contiguous()
+
+    def seconds_per_row(rows: int) -> float:
+        x = torch.randn(rows, weight.shape[0])
+        repeats = max(5, 20000 // rows)
+        for _ in range(3):
+            x @ weight
+        start = time.perf_counter()
+        for _ in range(repeats):
+            x @ weight
+        return (time.perf_counter() - start) / (repeats * rows)
+
+    return seconds_per_row(single_rows) / seconds_per_row(batched_rows)
+
+
 def timed(run) -> tuple[float, list[list[Hypothesis]]]:
     start = time.perf_counter()
     results = run()
@@ -96,7 +117,7 @@ def main() -> None:
           f"words; batches of {args.batch_size}; one at a time on {len(single)}; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads; length penalty {args.length_penalty}")
     print(f"{'beam':>4}  {'batched sent/s':>14}  {'one-at-a-time sent/s':>20}  {'speed-up':>8}  "
-          f"{'mean length':>11}  {'same output':>11}")
+          f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
         list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size))  # warm-up
@@ -105,8 +126,9 @@ def main() -> None:
         batched_rate, single_rate = len(sentences) / batched_time, len(single) / single_time
         same = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, alone))
         length = statistics.mean(len(h[0].tokens) for h in batched)
+        ceiling = matmul_ceiling(model, args.batch_size * beam, beam)
         print(f"{beam:>4}  {batched_rate:>14.1f}  {single_rate:>20.1f}  {batched_rate / single_rate:>7.1f}x  "
-              f"{length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
+              f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
 
 
 if __name__ == "__main__":
