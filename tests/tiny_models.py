@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import pytest
 import torch
 import yaml
 
@@ -114,3 +115,10 @@ def save_model_dir(directory: Path, model: Seq2Seq, src_vocab: Vocabulary, trg_v
     trg_vocab.save(directory / TRG_VOCAB)
     save_state({"model": model.float().state_dict()}, directory / WEIGHTS)
     return directory
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread() -> Iterator[None]:
+    """Every test of a module that imports this fixture runs on one thread (see :func:`one_thread`)."""
+    with one_thread():
+        yield

@@ -6,14 +6,14 @@ from __future__ import annotations
 import gzip
 import math
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from conftest import content, leftovers
-from tiny_models import one_thread, save_model_dir, tiny_config, tiny_model
+from tiny_models import save_model_dir, tiny_config, tiny_model
+from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
 
 from rerank.cli import main
 from rerank.data import pad, to_ids
@@ -24,12 +24,6 @@ from rerank.vocab import Vocabulary
 LINES = 300
 SEPARATOR = "|||"
 
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    """Tiny models lose time to thread hand-offs on a busy machine; --threads 1 below is undone after."""
-    with one_thread():
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,14 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
 import yaml
 from conftest import leftovers
-from tiny_models import one_thread, save_model_dir, teach, tiny_config, tiny_model
+from tiny_models import save_model_dir, teach, tiny_config, tiny_model
+from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
 
 from rerank.cli import main
 from rerank.formats.files import read_text
@@ -24,11 +24,6 @@ from rerank.vocab import UNK, Vocabulary
 REPO = Path(__file__).resolve().parents[2]
 TOY = REPO / "tests" / "data"
 
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    with one_thread():
-        yield
 
 
 def toy_vocabularies(target_size: int = 8) -> tuple[Vocabulary, Vocabulary]:

@@ -4,11 +4,11 @@ decoder style; local windows stay inside the sentence; padding never changes a w
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 import torch
-from tiny_models import SCORES, WINDOWS, one_thread, tiny_config, tiny_model
+from tiny_models import SCORES, WINDOWS, tiny_config, tiny_model
+from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
 
 from rerank.data import pad
 from rerank.models.attention import Attention
@@ -21,11 +21,6 @@ TARGETS = [[4, 5, 6, EOS_ID], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, EOS_ID],
 STYLES = [("bahdanau", False), ("luong", False), ("luong", True)]
 WIDTH = 2
 
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    with one_thread():
-        yield
 
 
 def teacher_forced_attention(model, sources: list[list[int]], targets: list[list[int]]) -> torch.Tensor:

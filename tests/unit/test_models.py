@@ -5,11 +5,11 @@ step-by-step log-probabilities, and repeated decoder states score as freshly enc
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 import torch
-from tiny_models import DECODERS, SCORES, WINDOWS, one_thread, tiny_config, tiny_model
+from tiny_models import DECODERS, SCORES, WINDOWS, tiny_config, tiny_model
+from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
 
 from rerank.data import pad
 from rerank.models import ModelConfig, Seq2Seq
@@ -33,11 +33,6 @@ def every_model() -> list[tuple[str, ModelConfig]]:
 
 MODELS = every_model()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    with one_thread():
-        yield
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[name for name, _ in MODELS])

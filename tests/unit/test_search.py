@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 import torch
-from tiny_models import all_models, one_thread, taught_model, teach, tiny_config, tiny_model
+from tiny_models import all_models, taught_model, teach, tiny_config, tiny_model
+from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
 
 from rerank.data import pad
 from rerank.models import Seq2Seq
@@ -22,11 +22,6 @@ SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [13, 14, 15, 16, EOS_I
            [17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, EOS_ID], [7, 7, 7, EOS_ID]]
 MODELS = all_models()
 
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    with one_thread():
-        yield
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[name for name, _ in MODELS])
