@@ -5,7 +5,7 @@ For each small config (``configs/encdec-small.yaml``, ``configs/rnnsearch-small.
 model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
 training data (throughput does not depend on the weights), it prints:
 
-* phrase pairs/s of :class:`rerank.scoring.Scorer` on the first ``--pairs`` lines of the real phrase table;
+* phrase pairs/s of :class:`rerank.search.scoring.Scorer` on the first ``--pairs`` lines of the real phrase table;
 * n-best hypotheses/s on the whole test_2016_flickr 100-best list (64,736 hypotheses, 1,000 sources);
 * pairs/s of a naive loop that encodes and scores one pair at a time, on a sample of the same lines;
 * the achieved FLOP rate, as a share of the fp32 ``torch.mm`` rate (1024 x 1024) measured just before
@@ -44,17 +44,17 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from rerank.config import load_yaml
-from rerank.data import pad, to_ids
 from rerank.formats.files import read_text
 from rerank.formats.nbest import read_nbest
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.models import Seq2Seq, build_model
+from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model, save_model
 from rerank.models.seq2seq import shift_right, token_log_probs
-from rerank.scoring import Pair, Scorer
-from rerank.trainer import load_train_config
-from rerank.vocab import EOS_ID, Vocabulary
+from rerank.models.vocab import EOS_ID, Vocabulary
+from rerank.formats.tokens import Pair
+from rerank.search.scoring import Scorer
+from rerank.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
 SEPARATOR = b"|||"

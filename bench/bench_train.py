@@ -23,8 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rerank.data import bucketed_order
-from rerank.trainer import Trainer, load_train_config
+from rerank.training.config import load_train_config
+from rerank.training.data import bucketed_order
+from rerank.training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP = 3

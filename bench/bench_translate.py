@@ -1,7 +1,7 @@
 """Decoding speed: batched beam search against one sentence at a time, in the same run.
 
 Translates the Multi30k test_2016_flickr source (1,000 sentences) at beams 1, 5 and 10 and
-prints sentences per second, batched (``rerank.translate.translate``: length-sorted batches)
+prints sentences per second, batched (``rerank.search.translate.translate``: length-sorted batches)
 and one sentence at a time (``beam_search`` on batches of one), the speed-up, and whether
 both gave the same translations. Beside them, the ceiling that batching can reach: how much
 faster the largest matrix multiply of a decoding step (the output layer, ``rows × units`` by
@@ -31,12 +31,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rerank.config import from_dict, load_yaml  # noqa: E402
-from rerank.data import pad, read_parallel, to_ids  # noqa: E402
 from rerank.models import ModelConfig, Seq2Seq, build_model  # noqa: E402
 from rerank.models.checkpoint import load_model  # noqa: E402
-from rerank.search import Hypothesis, LengthPenalty, SearchConfig, beam_search  # noqa: E402
-from rerank.translate import translate  # noqa: E402
-from rerank.vocab import Vocabulary  # noqa: E402
+from rerank.models.vocab import Vocabulary  # noqa: E402
+from rerank.search.beam import Hypothesis, LengthPenalty, SearchConfig, beam_search  # noqa: E402
+from rerank.search.translate import translate  # noqa: E402
+from rerank.training.data import pad, read_parallel, to_ids  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data" / "multi30k" / "tok"
 SOURCE = SHARED / "test_2016_flickr.lc.norm.tok.en"

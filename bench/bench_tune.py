@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rerank.formats.files import read_text  # noqa: E402
+from rerank.formats.weights import load_weights  # noqa: E402
 from rerank.tune.config import TuneConfig  # noqa: E402
 from rerank.tune.data import NBestPool, TuningData, aligned_weights  # noqa: E402
 from rerank.tune.mert import mert  # noqa: E402
@@ -42,7 +43,6 @@ from rerank.tune.mira import mira  # noqa: E402
 from rerank.tune.optimize import mert_bounds  # noqa: E402
 from rerank.tune.pro import pro  # noqa: E402
 from rerank.tune.stats import BleuStatistics  # noqa: E402
-from rerank.weights import load_weights  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 SYSTEM = SHARED / "moses-multi30k"

@@ -11,14 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from features import register_feature
-from features.base import Pair
 from rerank.errors import FormatError, RerankError
+from rerank.formats.tokens import Pair
 
 LN_10 = math.log(10.0)
 
 
-@register_feature("kenlm")
 class LanguageModel:
     """ln p(hypothesis) under an ARPA or KenLM binary model, ``</s>`` included.
 

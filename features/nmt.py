@@ -7,20 +7,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from features import register_feature
-from features.base import Pair
 from rerank.errors import ConfigError
+from rerank.formats.tokens import Pair
+from rerank.models.config import DEFAULT_LABELS
 
-DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}
 
-
-@register_feature("nmt")
 class NeuralTranslationModel:
     """ln p(hypothesis | source), ``</s>`` included, by forced decoding (Cho et al. 2014, Sec. 4.1 and 4.2).
 
     The label is ``RNN0`` for an encoder-decoder (``architecture: encdec``) and ``RNNsearch0`` for
     RNNsearch unless ``name`` says otherwise. The source sentence is encoded once for all its
-    hypotheses. Unset sizes keep the defaults of :class:`rerank.scoring.ScoringConfig`.
+    hypotheses. Unset sizes keep the defaults of :class:`rerank.search.scoring.ScoringConfig`.
     """
 
     @dataclass(frozen=True)
@@ -30,23 +27,19 @@ class NeuralTranslationModel:
         max_tokens: int | None = None  # padded target tokens per batch
         window: int | None = None  # hypotheses sorted and scored together
         device: str = "cpu"
-        threads: int | None = None  # torch CPU threads; default: all cores
 
     needs_source = True
     dims = 1
 
     def __init__(self, config: Config):
-        import torch
-
-        from rerank.scoring import Scorer, ScoringConfig, torch_device
+        from rerank.models.device import torch_device
+        from rerank.search.scoring import Scorer, ScoringConfig
 
         try:
             scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
                                        if (value := getattr(config, key)) is not None})
         except ValueError as e:
             raise ConfigError(f"nmt feature ({config.model}): {e}") from None
-        if config.threads:
-            torch.set_num_threads(config.threads)
         self.config = config
         self.scorer = Scorer.load(config.model, torch_device(config.device), scoring)
         self.name = config.name or DEFAULT_LABELS[self.scorer.model.config.architecture]

@@ -8,13 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from features import register_feature
-from features.base import Pair
 from rerank.errors import ConfigError
 from rerank.formats.files import read_lines
+from rerank.formats.tokens import Pair
 
 
-@register_feature("word-penalty")
 class WordPenalty:
     """−(number of target words), exactly Moses' ``WordPenalty``."""
 
@@ -32,7 +30,6 @@ class WordPenalty:
         return -np.array([[len(hypothesis)] for _, hypothesis in pairs], dtype=np.float64).reshape(-1, 1)
 
 
-@register_feature("unk-penalty")
 class UnknownWordCount:
     """The number of target words outside a vocabulary shortlist (the "WP" of Cho et al. 2014, Sec. 4.1).
 

@@ -2,59 +2,50 @@
 
 Each command module has a one-line docstring (its help), ``add_arguments(parser)`` and
 ``run(args) -> int``, and imports torch only inside ``run``, so that ``rerank apply`` or
-``rerank tune`` start fast. A :class:`~rerank.errors.RerankError` becomes one line on stderr
-and exit status 2.
+``rerank tune`` start fast. :func:`main` sets up logging and the SIGTERM handler once, for the
+whole process; a :class:`~rerank.errors.RerankError` becomes one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from types import ModuleType
 
 from rerank import __version__
+from rerank.commands import (
+    align,
+    apply,
+    evaluate,
+    experiment,
+    merge_nbest,
+    score_nbest,
+    score_table,
+    train,
+    translate,
+    tune,
+)
 from rerank.errors import RerankError
 
-COMMANDS = {
-    "score-nbest": "rerank.commands.score_nbest",
-    "apply": "rerank.commands.apply",
-    "evaluate": "rerank.commands.evaluate",
-    "train": "rerank.commands.train",
-    "tune": "rerank.commands.tune",
-    "score-table": "rerank.commands.score_table",
-    "translate": "rerank.commands.translate",
-    "align": "rerank.commands.align",
-    "merge-nbest": "rerank.commands.merge_nbest",
-    "experiment": "rerank.commands.experiment",
+COMMANDS: dict[str, ModuleType] = {
+    "score-nbest": score_nbest,
+    "apply": apply,
+    "evaluate": evaluate,
+    "train": train,
+    "tune": tune,
+    "score-table": score_table,
+    "translate": translate,
+    "align": align,
+    "merge-nbest": merge_nbest,
+    "experiment": experiment,
 }
 
 EXIT_USER_ERROR = 2
-OUR_LOGGERS = ("rerank", "features")
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-class StoreOnce(argparse.Action):
-    """An argparse action for an option given at most once: a repeat is an error, not a silent override."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        if getattr(namespace, self.dest, None) is not None:
-            parser.error(f"{option_string} given twice")
-        setattr(namespace, self.dest, values)
+OUR_LOGGERS = ("rerank",)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,8 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rerank {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
+    for name, module in COMMANDS.items():
         summary = (module.__doc__ or "").strip().splitlines()[0]
         sub = subparsers.add_parser(name, help=summary, description=module.__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)

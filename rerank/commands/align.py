@@ -10,19 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from rerank.cli import positive_int
-
-if TYPE_CHECKING:
-    import numpy as np
+from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
-
-INCHES_PER_WORD = 0.32
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR", help="model directory written by `rerank train`")
@@ -54,78 +45,32 @@ def sentence_from(text: str | None, path: str | None, line: int | None, flag: st
     raise FormatError(display_name(path), None, f"at least {line} lines (--line {line})", got=f"{count} lines")
 
 
-def draw_attention(weights: np.ndarray, source: Sequence[str], target: Sequence[str], path: str | os.PathLike,
-                   title: str = "") -> None:
-    """A grey-scale heatmap of ``weights`` (target x source) with the words along the axes, written atomically."""
-    from matplotlib.figure import Figure
-
-    from rerank.formats.files import atomic_binary_output
-
-    figure = Figure(figsize=(INCHES_PER_WORD * len(source) + 1.5, INCHES_PER_WORD * len(target) + 1.5))
-    axes = figure.add_subplot()
-    axes.imshow(weights, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
-    axes.set_xticks(range(len(source)), labels=source, rotation=90)
-    axes.set_yticks(range(len(target)), labels=target)
-    axes.xaxis.tick_top()
-    if title:
-        axes.set_xlabel(title)
-    figure.tight_layout()
-    with atomic_binary_output(path) as out:
-        figure.savefig(out, format=image_format(path), dpi=150)
-
-
-def image_format(path: str | os.PathLike) -> str:
-    """The image format matplotlib will write, from the suffix of ``path``."""
-    from matplotlib.figure import Figure
-
-    from rerank.errors import RerankError
-
-    suffix = os.path.splitext(str(path))[1].lstrip(".").lower()
-    formats = Figure().canvas.get_supported_filetypes()
-    if suffix not in formats:
-        raise RerankError(f"{path}: unknown image format {suffix!r}: use one of {', '.join(sorted(formats))}")
-    return suffix
-
-
 def run(args: argparse.Namespace) -> int:
-    import torch
-
-    from rerank.data import pad, to_ids
     from rerank.errors import RerankError
     from rerank.formats.nbest import format_value
     from rerank.models.checkpoint import load_model
-    from rerank.models.seq2seq import shift_right, token_log_probs
-    from rerank.search import SearchConfig, beam_search
-    from rerank.translate import require_attention
-    from rerank.vocab import EOS
+    from rerank.models.vocab import EOS
+    from rerank.search.alignment import attention_weights
+    from rerank.search.beam import SearchConfig
+    from rerank.study.plots import draw_attention, image_format
 
     image_format(args.output)
     if args.line is not None and args.source_file is None and args.target_file is None:
         raise RerankError("--line goes with --source-file or --target-file")
     source = sentence_from(args.source, args.source_file, args.line, "--source-file")
     target = sentence_from(args.target, args.target_file, args.line, "--target-file")
+    assert source is not None  # the argument group requires one of --source, --source-file
     loaded = load_model(args.model, args.device)
-    model = loaded.model
-    require_attention(model, "rerank align")
-    src, src_len = pad(to_ids([source], loaded.src_vocab))
-    src = src.to(args.device)
-    with torch.inference_mode():
-        if target is None:
-            config = SearchConfig(beam_size=args.beam) if args.beam else SearchConfig()
-            [[best]] = beam_search(model, src, src_len, config)
-            target = [loaded.trg_vocab.tokens[t] for t in best.tokens]
-            weights, score = best.attention, best.score
-            logger.info("translation: %s", " ".join(target))
-        else:
-            trg, _ = pad(to_ids([target], loaded.trg_vocab))
-            trg = trg.to(args.device)
-            logits, attention = model.teacher_forced(model.encode(src, src_len), shift_right(trg))
-            weights, score = attention[0], float(token_log_probs(logits, trg).sum())
-    unknown = [w for w in target if w not in loaded.trg_vocab] + [w for w in source if w not in loaded.src_vocab]
+    search = SearchConfig(beam_size=args.beam) if args.beam else SearchConfig()
+    aligned = attention_weights(loaded, source, target, search, args.device)
+    if target is None:
+        logger.info("translation: %s", " ".join(aligned.target))
+    unknown = [w for w in aligned.target if w not in loaded.trg_vocab] + \
+        [w for w in source if w not in loaded.src_vocab]
     if unknown:
         logger.info("outside the model's vocabularies (read as <unk>): %s", " ".join(sorted(set(unknown))))
-    logger.info("ln p(target | source) = %s", format_value(score))
-    draw_attention(weights.double().cpu().numpy(), [*source, EOS], [*target, EOS], args.output,
-                   title=f"ln p = {format_value(score)}")
+    logger.info("ln p(target | source) = %s", format_value(aligned.score))
+    draw_attention(aligned.weights, [*source, EOS], [*aligned.target, EOS], args.output,
+                   title=f"ln p = {format_value(aligned.score)}")
     logger.info("wrote %s", args.output)
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from rerank.cli import positive_int
+from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...]], dict[str, str]]:
     """All weights by label, later sources winning, and for each label the source it came from."""
     from rerank.errors import RerankError
-    from rerank.weights import load_weights, parse_weight_assignment
+    from rerank.formats.weights import load_weights, parse_weight_assignment
 
     if not args.weights and not args.weight:
         raise RerankError("no weights: give --weights FILE (YAML or moses.ini) and/or --weight LABEL=V")
@@ -58,7 +58,7 @@ def known_weights(weights: dict[str, tuple[float, ...]], origins: dict[str, str]
                   nbest_name: str) -> dict[str, tuple[float, ...]]:
     """The weights of the n-best list's features. Extra labels from a moses.ini are skipped; others are errors."""
     from rerank.errors import RerankError
-    from rerank.weights import is_moses_ini
+    from rerank.formats.weights import is_moses_ini
 
     unknown = [label for label in weights if label not in labels]
     strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
@@ -71,46 +71,17 @@ def known_weights(weights: dict[str, tuple[float, ...]], origins: dict[str, str]
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
-
     from rerank.errors import RerankError
-    from rerank.formats.files import atomic_output, count_lines, display_name
-    from rerank.formats.nbest import group_by_sentence, read_nbest
-    from rerank.rescoring import all_sentences, best_hypothesis, peek, reranked
-    from rerank.weights import weight_vector
+    from rerank.formats.files import count_lines, display_name
+    from rerank.rescore.rerank import rerank_nbest
 
     if args.nbest_out == "-" and args.output == "-":
         raise RerankError("the 1-best output and --nbest-out cannot both be stdout: give -o FILE")
     weights, origins = merged_weights(args)
     nbest_name = display_name(args.nbest)
-    first, entries = peek(read_nbest(args.nbest))
-    vector = None
-    if first is not None:
-        known = known_weights(weights, origins, first.layout.labels, nbest_name)
-        vector = weight_vector(known, first.layout, source=" + ".join(dict.fromkeys(origins.values())),
-                               missing=args.missing_weight)
     num_sentences = count_lines(args.source) if args.source is not None else args.num_sentences
-    sentences = all_sentences(group_by_sentence(entries), num_sentences=num_sentences, nbest_name=nbest_name,
-                              source_name=display_name(args.source) if args.source else "--num-sentences")
-    empty = sparse = 0
-    with contextlib.ExitStack() as stack:
-        out = stack.enter_context(atomic_output(args.output))
-        nbest_out = stack.enter_context(atomic_output(args.nbest_out)) if args.nbest_out else None
-        for _, group in sentences:
-            if not group:
-                empty += 1
-                out.write("\n")
-                continue
-            sparse += any(entry.sparse for entry in group)
-            if nbest_out is None:
-                out.write(best_hypothesis(group, vector).hypothesis + "\n")
-                continue
-            ranked = reranked(group, vector)  # ranked[0] is the best hypothesis
-            out.write(ranked[0].hypothesis + "\n")
-            nbest_out.writelines(entry.line() + "\n" for entry in ranked)
-    if empty:
-        logger.warning("%d sentence(s) have no hypotheses in %s: wrote an empty line for each", empty, nbest_name)
-    if sparse:
-        logger.warning("%d sentence(s) have sparse features in %s; only dense features are scored",
-                       sparse, nbest_name)
+    rerank_nbest(args.nbest, weights, args.output, nbest_out=args.nbest_out, num_sentences=num_sentences,
+                 source_name=display_name(args.source) if args.source else "--num-sentences",
+                 weights_name=" + ".join(dict.fromkeys(origins.values())), missing=args.missing_weight,
+                 known=lambda layout: known_weights(weights, origins, layout.labels, nbest_name))
     return 0

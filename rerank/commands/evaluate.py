@@ -15,7 +15,7 @@ import sys
 
 def bucket_scheme(text: str) -> str:
     """An argparse type for --buckets."""
-    from rerank.evaluation import check_bucket_scheme
+    from rerank.study.evaluation import check_bucket_scheme
 
     try:
         return check_bucket_scheme(text)
@@ -49,7 +49,8 @@ def parse_system(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
-    from rerank.evaluation import evaluate, format_evaluation, plot_bucket_bleu, write_json
+    from rerank.study.evaluation import evaluate, format_evaluation, write_json
+    from rerank.study.plots import plot_bucket_bleu
 
     systems = [parse_system(text) for text in args.systems]
     names = [name for name, _ in systems]

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from rerank.experiment import Experiment, load_experiment
+    from rerank.study.experiment import Experiment, load_experiment
 
     config = load_experiment(args.config)
     if args.output_dir:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from rerank.cli import positive_int
+from rerank.commands.arguments import positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.nbest import check_label, write_nbest
-    from rerank.merge import merge_nbest
+    from rerank.rescore.merge import merge_nbest
 
     systems = []
     for text in args.systems:

@@ -9,10 +9,11 @@ which add to the config's list. With --source, n-best ids must be below its numb
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 from typing import Any
 
-from rerank.cli import StoreOnce, positive_int
+from rerank.commands.arguments import StoreOnce, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="features to add, e.g. configs/rescore.yaml")
     parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
                         help="sentences scored together (default from the config: 64)")
+    parser.add_argument("--threads", type=positive_int, metavar="N",
+                        help="CPU threads of the neural features (default: torch's, all cores)")
     lm = parser.add_argument_group("language model (KenLM)")
     lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
     lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")
@@ -74,12 +77,13 @@ def _spec(kind: str, **options: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from features import build_features
     from rerank.config import load_config
     from rerank.errors import RerankError
+    from rerank.features.registry import build_features
     from rerank.formats.files import display_name
-    from rerank.formats.nbest import read_nbest, write_nbest
-    from rerank.rescoring import RescoreConfig, SourceText, add_features, peek
+    from rerank.formats.nbest import read_nbest
+    from rerank.formats.streams import peek
+    from rerank.rescore.append import RescoreConfig, score_nbest
 
     config = load_config(RescoreConfig, args.config) if args.config else RescoreConfig()
     flags = flag_features(args)
@@ -92,11 +96,15 @@ def run(args: argparse.Namespace) -> int:
     if first is None:
         logger.warning("%s is empty: nothing to score", nbest_name)
     features = build_features([*config.features, *flags], source=origin)
-    needy = [f.name for f in features if f.needs_source]
-    if needy and args.source is None:
-        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
-    source = SourceText(args.source) if args.source is not None else None
-    scored = add_features(entries, features, nbest_name=nbest_name, source=source,
-                          batch_sentences=args.batch_sentences or config.batch_sentences)
-    write_nbest(scored, args.output)
+    with _threads(args.threads):
+        score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
+                    batch_sentences=args.batch_sentences or config.batch_sentences)
     return 0
+
+
+def _threads(threads: int | None) -> contextlib.AbstractContextManager[None]:
+    """torch's CPU threads for the neural features, set only when asked for (torch is not loaded otherwise)."""
+    if not threads:
+        return contextlib.nullcontext()
+    from rerank.models.device import torch_threads
+    return torch_threads(threads)

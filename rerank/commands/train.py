@@ -13,7 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.trainer import Trainer, load_train_config
+    from rerank.training.config import load_train_config
+    from rerank.training.trainer import Trainer
 
     config = load_train_config(args.config)
     if args.output_dir:

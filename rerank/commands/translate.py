@@ -26,10 +26,10 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from rerank.cli import positive_int
+from rerank.commands.arguments import positive_float, positive_int
 
 if TYPE_CHECKING:
-    from rerank.search import SearchConfig
+    from rerank.search.beam import SearchConfig
 
 logger = logging.getLogger(__name__)
 
@@ -76,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def search_config(args: argparse.Namespace) -> SearchConfig:
-    """The search options given on the command line, over :class:`~rerank.search.SearchConfig`'s defaults."""
+    """The search options given on the command line, over :class:`~rerank.search.beam.SearchConfig`'s defaults."""
     from rerank.errors import RerankError
-    from rerank.search import LengthPenalty, SearchConfig
+    from rerank.search.beam import LengthPenalty, SearchConfig
 
     if args.alpha is not None and args.length_penalty != "wu":
         raise RerankError("--alpha is the parameter of --length-penalty wu")
@@ -94,17 +94,6 @@ def search_config(args: argparse.Namespace) -> SearchConfig:
                         length_penalty=LengthPenalty(**{k: v for k, v in penalty.items() if v is not None}))
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
-
-
 def check_outputs(args: argparse.Namespace) -> None:
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO
@@ -118,20 +107,23 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
     import dataclasses
-    import json
 
-    import torch
-
-    from features.nmt import DEFAULT_LABELS
     from rerank.errors import RerankError
-    from rerank.formats.files import atomic_output, display_name, read_lines
+    from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
+    from rerank.formats.files import display_name, read_lines
     from rerank.formats.nbest import check_label
     from rerank.models.checkpoint import load_model
-    from rerank.translate import BATCH_SIZE, WORD_PENALTY, attention_record, check_source_lengths, \
-        format_alignment, hard_alignment, hypothesis_features, nbest_entry, phrase_table_dictionary, \
-        read_dictionary, read_feature_weights, require_attention, target_words, translate
+    from rerank.models.config import DEFAULT_LABELS
+    from rerank.models.device import torch_threads
+    from rerank.search.alignment import require_attention_for
+    from rerank.search.translate import (
+        BATCH_SIZE,
+        TranslationOutputs,
+        check_source_lengths,
+        read_feature_weights,
+        translate_file,
+    )
 
     config = search_config(args)
     check_outputs(args)
@@ -139,18 +131,14 @@ def run(args: argparse.Namespace) -> int:
         label = check_label(args.label) if args.label is not None else None
     except ValueError as e:
         raise RerankError(f"--label: {e}") from None
-    if args.threads:
-        torch.set_num_threads(args.threads)
     sentences = [line.split() for _, line in read_lines(args.input)]
     loaded = load_model(args.model, args.device)
-    model = loaded.model
     label = label or DEFAULT_LABELS[loaded.architecture]
     if args.weights:
         config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))
-    for flag in ("alignments", "attention", "unk_replace"):
-        if getattr(args, flag):
-            require_attention(model, "--" + flag.replace("_", "-"))
-    check_source_lengths(sentences, model, args.input)
+    require_attention_for(loaded.model, alignments=bool(args.alignments), attention=bool(args.attention),
+                          unk_replace=args.unk_replace)
+    check_source_lengths(sentences, loaded.model, args.input)
     dictionary = None  # no UNK replacement
     if args.unk_replace:
         dictionary = read_dictionary(args.dictionary) if args.dictionary else \
@@ -158,27 +146,13 @@ def run(args: argparse.Namespace) -> int:
     if not sentences:
         logger.warning("%s is empty: nothing to translate", display_name(args.input))
     batch_size = args.batch_size or BATCH_SIZE
-    ranking = (f"{label} weight {config.weights.model:g}, {WORD_PENALTY} weight {config.weights.word_penalty:g}"
+    ranking = (f"{label} weight {config.weights.model:g}, WP0 weight {config.weights.word_penalty:g}"
                if config.weights else f"{config.length_penalty.kind} length penalty")
     logger.info("translating %d sentences with %s: beam %d, %s, batches of %d", len(sentences), args.model,
                 config.beam_size, ranking, batch_size)
-
-    results = translate(model, loaded.src_vocab, sentences, config, batch_size, args.device)
-    with contextlib.ExitStack() as files:  # every output appears at the end, or none on an error
-        out = files.enter_context(atomic_output(args.output))
-        alignments = files.enter_context(atomic_output(args.alignments)) if args.alignments else None
-        attention = files.enter_context(atomic_output(args.attention)) if args.attention else None
-        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True)):
-            outputs = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
-            if args.nbest:
-                for h, words in zip(hypotheses, outputs, strict=True):
-                    features, total = hypothesis_features(h, label, config.weights)
-                    out.write(nbest_entry(sentence_id, words, features, total).line() + "\n")
-            else:
-                out.write(" ".join(outputs[0]) + "\n")
-            if alignments is not None:
-                alignments.write(format_alignment(hard_alignment(hypotheses[0], len(source))) + "\n")
-            if attention is not None:
-                record = attention_record(sentence_id, source, outputs[0], hypotheses[0].attention)
-                attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+    outputs = TranslationOutputs(args.output, nbest=bool(args.nbest), alignments=args.alignments,
+                                 attention=args.attention)
+    with torch_threads(args.threads):
+        translate_file(loaded, sentences, outputs, config, label=label, dictionary=dictionary,
+                       batch_size=batch_size, device=args.device)
     return 0

@@ -25,8 +25,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from rerank.cli import positive_int
+from rerank.commands.arguments import positive_int
+
+if TYPE_CHECKING:
+    from rerank.tune.config import TuneConfig
+    from rerank.tune.loop import Iteration
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lowercase", action="store_true", default=None, help="overrides bleu.lowercase")
 
 
-def resolved_config(args: argparse.Namespace):
+def resolved_config(args: argparse.Namespace) -> TuneConfig:
     """The configuration file (or the defaults) with the command-line overrides."""
     from dataclasses import replace
 
@@ -84,100 +90,38 @@ def resolved_config(args: argparse.Namespace):
         raise ConfigError(str(e)) from None
 
 
-def read_references(paths: list[str]) -> list[list[str]]:
-    from rerank.errors import FormatError
-    from rerank.formats.files import read_text
-
-    references = [read_text(path) for path in paths]
-    for path, lines in zip(paths[1:], references[1:], strict=True):
-        if len(lines) != len(references[0]):
-            raise FormatError(path, min(len(lines), len(references[0])) + 1,
-                              f"{len(references[0])} lines, as {paths[0]} has", got=f"{len(lines)} lines")
-    return references
-
-
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    import numpy as np
-
-    from rerank.errors import FormatError, RerankError
-    from rerank.formats.files import read_text
+    from rerank.errors import RerankError
     from rerank.formats.moses_ini import MosesIni
-    from rerank.tune.data import NBestPool, aligned_weights
-    from rerank.tune.loop import DecoderCommand, TuningLoop, weights_overwrite
-    from rerank.tune.optimize import optimise
-    from rerank.tune.stats import BleuStatistics
-    from rerank.weights import as_weights, is_moses_ini, load_weights, save_weights
+    from rerank.formats.weights import save_weights
+    from rerank.tune.loop import weights_overwrite
+    from rerank.tune.tuning import Tuning, write_moses_ini
 
     config = resolved_config(args)
     if args.decoder and not args.source:
         raise RerankError("--decoder needs --source, the text to translate")
     if args.source and not args.decoder:
         raise RerankError("--source is for --decoder; with --nbest it is not needed")
-    references = read_references(args.ref)
-    bleu = BleuStatistics(references, tokenize=config.bleu.tokenize, lowercase=config.bleu.lowercase)
-    pool = NBestPool(bleu, reference_name=args.ref[0])
-    init_path = args.init or args.moses_ini
-    initial = load_weights(init_path) if init_path else {}
-    from_ini = init_path is not None and is_moses_ini(init_path)
-
-    def align(layout):
-        if init_path is None:
-            logger.info("starting from weights 0: each sentence's first hypothesis")
-            return np.zeros(layout.dims)
-        return aligned_weights(initial, layout, init_path, from_moses_ini=from_ini)
-
     if args.decoder and args.features:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
+    tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
-        if not initial:
-            raise RerankError("--decoder needs starting weights: give --moses-ini or --init")
-        source_lines = len(read_text(args.source))
-        if source_lines != len(references[0]):
-            raise FormatError(args.source, None, f"{len(references[0])} lines, as {args.ref[0]} has",
-                              got=f"{source_lines} lines")
-        loop = TuningLoop(DecoderCommand(args.decoder), Path(args.source), pool, config, Path(args.work_dir))
-        result = loop.run(initial, align)
-        weights, layout = result.weights, result.layout
+        result = tuning.with_decoder(args.decoder, args.source, args.work_dir)
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
-        for path in args.nbest:
-            pool.add(path)
-        layout = pool.layout
-        data = pool.data()
-        start = align(layout)
-        weights = np.zeros(layout.dims)
-        if args.features:
-            data, columns = data.select([label.strip() for label in args.features.split(",") if label.strip()])
-            start = start[columns]
-        else:
-            columns = np.arange(layout.dims)
-        weights[columns] = optimise(data, start, config, np.random.default_rng(config.seed))
-    data = pool.data()
-    score = bleu.score(data.corpus_stats(weights))
-    tuned = as_weights(weights, layout)
-    save_weights(tuned, args.output)
+        features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
+        result = tuning.on_nbest(args.nbest, features)
+    save_weights(result.weights, args.output)
     if args.moses_ini:
-        write_moses_ini(MosesIni.read(args.moses_ini), tuned, args.output_ini or _ini_name(args.output))
-    print(f"tuning set BLEU ({config.optimizer.upper()}, {len(pool.files)} n-best list(s), "
-          f"{pool.size} distinct hypotheses): {score}")
-    print(bleu.signature())
-    print(f"weights (L1-normalised, written to {args.output}): {weights_overwrite(tuned)}")
+        write_moses_ini(MosesIni.read(args.moses_ini), result.weights, args.output_ini or _ini_name(args.output))
+    print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "
+          f"{result.hypotheses} distinct hypotheses): {result.bleu}")
+    print(result.signature)
+    print(f"weights (L1-normalised, written to {args.output}): {weights_overwrite(result.weights)}")
     return 0
 
 
-def write_moses_ini(ini, weights: dict[str, tuple[float, ...]], path: str) -> None:
-    """A copy of ``ini`` with the weights of the features it has replaced; the others are only in the YAML."""
-    known = ini.weights()
-    extra = [label for label in weights if label not in known]
-    if extra:
-        logger.warning("%s has no weights for %s: they are only in the YAML weights", ini.path, ", ".join(extra))
-    ini.with_weights({label: values for label, values in weights.items() if label in known}).write(path)
-    logger.info("wrote %s", path)
-
-
-def print_iterations(iterations, converged: bool, limit: int) -> None:
+def print_iterations(iterations: Sequence[Iteration], converged: bool, limit: int) -> None:
     print("iteration  decoder-BLEU  tuned-BLEU  hypotheses  max-change")
     for it in iterations:
         print(f"{it.number:9d}  {it.decoder_bleu:12.2f}  {it.tuned_bleu:10.2f}  {it.hypotheses:10d}  {it.change:10.3g}")

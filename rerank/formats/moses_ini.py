@@ -30,6 +30,7 @@ OLD_WEIGHT_SECTIONS = {
     "weight-i": "I", "weight-generation": "g", "weight-u": "u", "weight-e": "e",
 }
 SECTION = re.compile(r"\[([^\]]+)\]")
+TRAIN_MODEL_WEIGHT = 0.2  # the initial weight train-model.perl gives each phrase-table score
 
 
 def format_weight(value: float) -> str:

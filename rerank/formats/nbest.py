@@ -69,6 +69,16 @@ class NBestEntry:
     total: float = 0.0
     lineno: int = 0
 
+    @classmethod
+    def build(cls, sentence_id: int, words: Sequence[str], features: Sequence[tuple[str, Sequence[float]]],
+              total: float) -> NBestEntry:
+        """A new line ``id ||| words ||| Label= v ... ||| total``, spaced as Moses writes it."""
+        fields = (f"{sentence_id} ", f" {' '.join(words)} ", f" {format_features(features)} ",
+                  f" {format_value(total)}")
+        layout = FeatureLayout(tuple(label for label, _ in features), tuple(len(values) for _, values in features))
+        dense = tuple(float(v) for _, values in features for v in values)
+        return cls(sentence_id, fields, dense, layout, total=total)
+
     @property
     def hypothesis(self) -> str:
         """The translation as Moses' 1-best output has it: one padding space removed on each side."""
@@ -102,6 +112,9 @@ class NBestEntry:
         trail = raw[len(raw.rstrip(" ")):] or (" " if len(self.fields) > 4 else "")
         fields = (*self.fields[:3], f"{lead}{format_value(total)}{trail}", *self.fields[4:])
         return NBestEntry(self.sentence_id, fields, self.dense, self.layout, self.sparse, total, self.lineno)
+
+
+NBestGroup = tuple[int, list[NBestEntry]]  # a sentence id and its hypotheses, in file order
 
 
 def format_value(value: float) -> str:
@@ -203,7 +216,7 @@ def _first_difference(first: FeatureLayout, line: FeatureLayout) -> tuple[str, s
         f"{line.labels[len(first.labels)]}="
 
 
-def group_by_sentence(entries: Iterable[NBestEntry]) -> Iterator[tuple[int, list[NBestEntry]]]:
+def group_by_sentence(entries: Iterable[NBestEntry]) -> Iterator[NBestGroup]:
     """Consecutive entries of the same sentence, as ``(sentence id, entries)``, in file order."""
     for sentence_id, group in itertools.groupby(entries, key=lambda e: e.sentence_id):
         yield sentence_id, list(group)
@@ -218,3 +231,10 @@ def write_nbest(entries: Iterable[NBestEntry], path: str | os.PathLike) -> int:
             out.write("\n")
             count += 1
     return count
+
+
+def beyond_source(nbest_name: str, entry: NBestEntry, num_sentences: int, source_name: str) -> FormatError:
+    """The error for an n-best sentence id that the source file has no line for."""
+    return FormatError(nbest_name, entry.lineno,
+                       f"a sentence id below {num_sentences}, the number of lines of {source_name}",
+                       got=str(entry.sentence_id))

@@ -19,6 +19,7 @@ from rerank.formats.nbest import format_value
 
 SEPARATOR = "|||"
 MIN_FIELDS, MAX_FIELDS = 3, 7
+MOSES_LOWEST_LOG = -100.0  # Moses' LOWEST_SCORE: it reads max(ln x, -100) for every phrase-table score
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from rerank.config import from_dict, load_yaml, save_config
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output
 from rerank.models import ModelConfig, Seq2Seq, build_model
-from rerank.vocab import Vocabulary
+from rerank.models.vocab import Vocabulary
 
 CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = (
     "config.yaml", "vocab.src.txt", "vocab.trg.txt", "model.pt", "checkpoint.pt")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}  # the n-best label of each architecture's ln p
+
 AttentionScore = Literal["additive", "dot", "general", "location"]
 AttentionWindow = Literal["global", "local-m", "local-p"]
 

@@ -13,7 +13,7 @@ from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
 from rerank.models.layers import DeepOutput, Embeddings, gru_update
 from rerank.models.seq2seq import DecoderState, Seq2Seq
-from rerank.vocab import PAD_ID
+from rerank.models.vocab import PAD_ID
 
 
 class RNNSearch(Seq2Seq):

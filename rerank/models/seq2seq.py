@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
-from rerank.vocab import BOS_ID, PAD_ID
+from rerank.models.vocab import BOS_ID, PAD_ID
 
 
 @dataclass
@@ -37,7 +37,11 @@ class DecoderState:
     attention: Tensor | None = None  # (B, S) weights of the last step
     step: int = 0
 
+    # Fields that depend on the source sentence alone: the beams of one sentence share them.
     SOURCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"keys", "proj_keys", "pad_mask", "src_len"})
+    # Fields with a source-position axis (B, S, ...), and the value that pads each past a sentence's end.
+    SOURCE_POSITION_PADDING: ClassVar[dict[str, float | bool]] = {
+        "keys": 0.0, "proj_keys": 0.0, "pad_mask": True, "attention": 0.0}
 
     def index_select(self, order: Tensor, same_sources: bool = False) -> DecoderState:
         """The states of rows ``order`` (B',) in that order: to repeat sources, or to reorder beams.

@@ -21,8 +21,8 @@ import numpy as np
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, read_nbest
+from rerank.formats.weights import weight_vector
 from rerank.tune.stats import NUM_STATS, BleuStatistics
-from rerank.weights import weight_vector
 
 logger = logging.getLogger(__name__)
 

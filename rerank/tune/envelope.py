@@ -74,11 +74,12 @@ class LineSearch:
         self._present = np.arange(len(self.valid))[:, None] < counts[self._ranked][None, :]
         self._axes: _SlopeOrder | None = None
 
-    def scores(self, weights: np.ndarray) -> np.ndarray:
-        """``f·w``, -inf where there is no hypothesis: (K, S)."""
+    def hypothesis_scores(self, weights: np.ndarray) -> np.ndarray:
+        """``f·w``, hypothesis-major (K, S) as the line search works (the transpose of
+        :meth:`TuningData.scores`), -inf where there is no hypothesis."""
         return np.where(self.valid, self.features @ weights, -np.inf)
 
-    def corpus_stats(self, scores: np.ndarray) -> np.ndarray:
+    def best_stats(self, scores: np.ndarray) -> np.ndarray:
         """Summed statistics of each sentence's best hypothesis under ``scores`` (K, S): (NUM_STATS,)."""
         best = np.argmax(scores, axis=0) * len(self._columns) + self._columns
         return self.stats[:, best].sum(axis=1, dtype=np.int64)
@@ -134,7 +135,7 @@ class LineSearch:
         # the point itself: where lines tie at γ = 0 (all weights 0, say) the first hypothesis wins, and
         # BLEU there may differ from that of both intervals around it
         if here is None:
-            here = float(log_bleu(self.corpus_stats(scores)))
+            here = float(log_bleu(self.best_stats(scores)))
         return [optimum if optimum.log_bleu > here else LineOptimum(0.0, here, optimum.breakpoints)
                 for optimum in _sweep(start, direction, gammas, changes)]
 

@@ -44,12 +44,12 @@ from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, read_lines
 from rerank.formats.moses_ini import format_weight
 from rerank.formats.nbest import FeatureLayout
+from rerank.formats.weights import as_weights, save_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
 from rerank.tune.optimize import corpus_bleu, optimise
 from rerank.tune.stats import log_bleu
-from rerank.weights import as_weights, save_weights
 
 logger = logging.getLogger(__name__)
 

@@ -73,8 +73,8 @@ def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.ra
     """One run of coordinate ascent from ``start``."""
     dims = len(start)
     weights = l1_normalised(np.asarray(start, dtype=np.float64))
-    scores = search.scores(weights)
-    current = float(log_bleu(search.corpus_stats(scores)))
+    scores = search.hypothesis_scores(weights)
+    current = float(log_bleu(search.best_stats(scores)))
     searches = iterations = 0
     while iterations < config.max_iterations:
         iterations += 1
@@ -93,8 +93,8 @@ def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.ra
         if best is None or best.gamma == 0.0 or best.log_bleu <= current:
             break
         moved = l1_normalised(weights + best.gamma * best_direction)
-        moved_scores = search.scores(moved)
-        reached = float(log_bleu(search.corpus_stats(moved_scores)))
+        moved_scores = search.hypothesis_scores(moved)
+        reached = float(log_bleu(search.best_stats(moved_scores)))
         if not math.isclose(reached, best.log_bleu, rel_tol=0, abs_tol=1e-9):
             logger.debug("line search promised ln BLEU %.9f, the point has %.9f", best.log_bleu, reached)
         if reached <= current:  # only rounding at a breakpoint can do this

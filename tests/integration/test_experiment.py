@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rerank.cli import main
-from rerank.experiment import ROWS
+from rerank.study.experiment import ROWS
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -51,7 +53,16 @@ def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
     assert "nrefs:1|case:mixed|eff:no|tok:none" in results
     assert (run / "bleu-by-length.png").read_bytes().startswith(b"\x89PNG")
     commands = (run / "commands.sh").read_text().splitlines()
-    assert sum(line.startswith("rerank -q tune ") for line in commands) == len(ROWS) * 2
+    assert sum(line.startswith("rerank tune ") for line in commands) == len(ROWS) * 2
+    # Each logged command does what the study did: the last tuning run and its test output, redone by hand.
+    tune = shlex.split([line for line in commands if line.startswith("rerank tune ")][-1])[1:]
+    weights = Path(tune[tune.index("-o") + 1])
+    assert main([*tune[:tune.index("-o")], "-o", str(tmp_path / "again.yaml")]) == 0
+    assert (tmp_path / "again.yaml").read_bytes() == weights.read_bytes()
+    apply = shlex.split([line for line in commands if line.startswith("rerank apply ")][-1])[1:]
+    output = Path(apply[apply.index("-o") + 1])
+    assert main([*apply[:apply.index("-o")], "-o", str(tmp_path / "again.1best")]) == 0
+    assert (tmp_path / "again.1best").read_bytes() == output.read_bytes()
     # The baseline reproduces Moses' own 1-best output of the sample.
     assert (run / "tuning" / "moses" / "moses.ini.test.1best").read_bytes() == (SAMPLE / "test.1best").read_bytes()
 

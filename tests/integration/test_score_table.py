@@ -12,14 +12,18 @@ import numpy as np
 import pytest
 import torch
 from conftest import content, leftovers
-from tiny_models import save_model_dir, tiny_config, tiny_model
-from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
+from tiny_models import (
+    save_model_dir,
+    single_thread,  # noqa: F401 (an autouse fixture)
+    tiny_config,
+    tiny_model,
+)
 
 from rerank.cli import main
-from rerank.data import pad, to_ids
 from rerank.formats.phrase_table import read_phrase_table
+from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model
-from rerank.vocab import Vocabulary
+from rerank.models.vocab import Vocabulary
 
 LINES = 300
 SEPARATOR = "|||"

@@ -13,13 +13,18 @@ import pytest
 import torch
 import yaml
 from conftest import leftovers
-from tiny_models import save_model_dir, teach, tiny_config, tiny_model
-from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
+from tiny_models import (
+    save_model_dir,
+    single_thread,  # noqa: F401 (an autouse fixture)
+    teach,
+    tiny_config,
+    tiny_model,
+)
 
 from rerank.cli import main
 from rerank.formats.files import read_text
 from rerank.formats.nbest import group_by_sentence, read_nbest
-from rerank.vocab import UNK, Vocabulary
+from rerank.models.vocab import UNK, Vocabulary
 
 REPO = Path(__file__).resolve().parents[2]
 TOY = REPO / "tests" / "data"
@@ -143,10 +148,10 @@ def test_weights_add_the_word_penalty_and_rank_by_the_weighted_total(model_dir: 
 
 @pytest.mark.parametrize("content, message", [
     ("RNNsearch0: 1\nLM0: 0.5\n", "weights.yaml: weights for features the search does not have: LM0 "
-                                   "(it has RNNsearch0 and WP0)"),
+                                   "(it has RNNsearch0, WP0)"),
     ("RNN0: 1\n", "weights.yaml: weights for features the search does not have: RNN0"),
     ("RNNsearch0: 0\nWP0: 1\n", "weights.yaml: the weight of the model's ln p must not be 0"),
-    ("WP0: [1, 2]\n", "weights.yaml: WP0 is one feature, but has 2 weights"),
+    ("WP0: [1, 2]\n", "weights.yaml: WP0 has 1 value in the search but 2 weights"),
 ])
 def test_bad_weights_files(model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture, content: str,
                            message: str) -> None:

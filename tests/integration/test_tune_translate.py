@@ -14,7 +14,7 @@ from tiny_models import one_thread, save_model_dir, teach, tiny_config, tiny_mod
 
 from rerank.cli import main
 from rerank.formats.nbest import read_nbest
-from rerank.vocab import Vocabulary
+from rerank.models.vocab import Vocabulary
 
 SENTENCES = 20
 

@@ -1,4 +1,4 @@
-"""rerank.translate: corpus order, hard alignments, UNK replacement, dictionaries and output lines."""
+"""rerank.search.translate: corpus order, hard alignments, UNK replacement, dictionaries and output lines."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ import pytest
 import torch
 from tiny_models import one_thread, tiny_config, tiny_model
 
-from rerank.data import pad, to_ids
 from rerank.errors import FormatError
-from rerank.formats.nbest import read_nbest
-from rerank.search import Hypothesis, SearchConfig, beam_search
-from rerank.translate import attention_record, hard_alignment, nbest_entry, phrase_table_dictionary, \
-    read_dictionary, replace_unknowns, translate
-from rerank.vocab import UNK, Vocabulary
+from rerank.formats.nbest import NBestEntry, read_nbest
+from rerank.models.batching import pad, to_ids
+from rerank.models.vocab import UNK, Vocabulary
+from rerank.search.beam import Hypothesis, SearchConfig, beam_search
+from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
+from rerank.search.alignment import attention_record, hard_alignment, replace_unknowns
+from rerank.search.translate import translate
 
 # rows: target words then </s>; columns: source words then </s>
 ATTENTION = torch.tensor([[0.1, 0.7, 0.1, 0.1],
@@ -71,9 +72,10 @@ def test_phrase_table_dictionary_takes_the_most_probable_one_word_translation(tm
         phrase_table_dictionary(path)
 
 
-def test_nbest_entry_is_a_moses_line_that_reads_back(tmp_path: Path) -> None:
-    entries = [nbest_entry(0, ["un", "chat"], [("RNNsearch0", -1.23456789)], -1.23456789),
-               nbest_entry(0, [], [("RNNsearch0", -0.5)], -0.5), nbest_entry(1, ["x"], [("RNNsearch0", -10.0)], -10.0)]
+def test_a_built_nbest_entry_is_a_moses_line_that_reads_back(tmp_path: Path) -> None:
+    entries = [NBestEntry.build(0, ["un", "chat"], [("RNNsearch0", [-1.23456789])], -1.23456789),
+               NBestEntry.build(0, [], [("RNNsearch0", [-0.5])], -0.5),
+               NBestEntry.build(1, ["x"], [("RNNsearch0", [-10.0])], -10.0)]
     assert entries[0].line() == "0 ||| un chat ||| RNNsearch0= -1.23457 ||| -1.23457"
     path = tmp_path / "out.nbest"
     path.write_text("".join(e.line() + "\n" for e in entries))

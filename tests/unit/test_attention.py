@@ -7,14 +7,19 @@ import itertools
 
 import pytest
 import torch
-from tiny_models import SCORES, WINDOWS, tiny_config, tiny_model
-from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
+from tiny_models import (
+    SCORES,
+    WINDOWS,
+    single_thread,  # noqa: F401 (an autouse fixture)
+    tiny_config,
+    tiny_model,
+)
 
-from rerank.data import pad
 from rerank.models.attention import Attention
+from rerank.models.batching import pad
 from rerank.models.config import AttentionConfig
 from rerank.models.seq2seq import shift_right
-from rerank.vocab import EOS_ID
+from rerank.models.vocab import EOS_ID
 
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, 12, EOS_ID], [13, EOS_ID], [EOS_ID], [14, 15, 16, 17, EOS_ID]]
 TARGETS = [[4, 5, 6, EOS_ID], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, EOS_ID], [18, EOS_ID], [5, EOS_ID]]

@@ -11,7 +11,7 @@ import kenlm
 import numpy as np
 import pytest
 
-from features import FEATURES, build_feature, build_features
+from rerank.features.registry import FEATURES, build_feature, build_features
 from rerank.errors import ConfigError, FormatError, RerankError
 from rerank.formats.nbest import group_by_sentence, read_nbest
 

@@ -8,12 +8,18 @@ import itertools
 
 import pytest
 import torch
-from tiny_models import DECODERS, SCORES, WINDOWS, tiny_config, tiny_model
-from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
+from tiny_models import (
+    DECODERS,
+    SCORES,
+    WINDOWS,
+    single_thread,  # noqa: F401 (an autouse fixture)
+    tiny_config,
+    tiny_model,
+)
 
-from rerank.data import pad
 from rerank.models import ModelConfig, Seq2Seq
-from rerank.vocab import BOS_ID, EOS_ID, PAD_ID
+from rerank.models.batching import pad
+from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # Source and target ids (vocabularies of 30 and 25), each ending in </s>; lengths 1 to 12.
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [EOS_ID], [13, 14, 15, 16, EOS_ID],

@@ -9,8 +9,7 @@ import pytest
 from conftest import content
 
 from rerank.errors import FormatError
-from rerank.formats.nbest import (FeatureLayout, check_label, format_value, group_by_sentence, read_nbest,
-                                  write_nbest)
+from rerank.formats.nbest import FeatureLayout, check_label, format_value, group_by_sentence, read_nbest, write_nbest
 
 REGRESSION_NBEST = [f"tests/mert.extractor-txt/data/nbest.{i}.gz" for i in range(1, 6)] + \
     ["tests/misc.binarize-compress-pt/truth/results.txt"]

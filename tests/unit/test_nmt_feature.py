@@ -12,12 +12,12 @@ import torch
 import yaml
 from tiny_models import one_thread, save_model_dir, tiny_config, tiny_model
 
-from features import build_feature, build_features
+from rerank.features.registry import build_feature, build_features
 from rerank.cli import main
 from rerank.errors import ConfigError, RerankError
 from rerank.formats.nbest import read_nbest
-from rerank.scoring import Scorer
-from rerank.vocab import Vocabulary
+from rerank.models.vocab import Vocabulary
+from rerank.search.scoring import Scorer
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -12,11 +12,14 @@ import pytest
 import torch
 from tiny_models import DECODERS, one_thread, tiny_config, tiny_model
 
-from rerank.data import pad, to_ids
 from rerank.errors import RerankError
 from rerank.models import DecoderState, Seq2Seq
-from rerank.scoring import Pair, Scorer, ScoringConfig, length_batches, torch_device
-from rerank.vocab import Vocabulary
+from rerank.models.batching import pad, to_ids
+from rerank.models.vocab import Vocabulary
+from rerank.formats.tokens import Pair
+from rerank.models.batching import token_batches
+from rerank.models.device import torch_device
+from rerank.search.scoring import Scorer, ScoringConfig
 
 SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabulary of 30
 TRG_WORDS = [f"t{i}" for i in range(21)]  # a target vocabulary of 25
@@ -152,10 +155,10 @@ def test_the_scorer_reads_one_window_ahead(vocabularies) -> None:
     ([30, 3, 3], 10, [[0], [1, 2]]),  # longer than the budget: a batch of its own
     ([1, 1, 1], 100, [[0, 1, 2]]),
 ])
-def test_length_batches_respect_the_token_budget(lengths: list[int], max_tokens: int,
+def test_token_batches_respect_the_token_budget(lengths: list[int], max_tokens: int,
                                                  expected: list[list[int]]) -> None:
     order = np.arange(len(lengths))
-    assert [b.tolist() for b in length_batches(order, np.array(lengths), max_tokens)] == expected
+    assert [b.tolist() for b in token_batches(order, np.array(lengths), max_tokens)] == expected
 
 
 def test_config_and_device_errors() -> None:

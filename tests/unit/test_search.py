@@ -9,14 +9,29 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from tiny_models import all_models, taught_model, teach, tiny_config, tiny_model
-from tiny_models import single_thread  # noqa: F401 (an autouse fixture)
+from tiny_models import (
+    all_models,
+    single_thread,  # noqa: F401 (an autouse fixture)
+    taught_model,
+    teach,
+    tiny_config,
+    tiny_model,
+)
 
-from rerank.data import pad
 from rerank.models import Seq2Seq
-from rerank.search import FeatureWeights, Finished, Hypothesis, LengthPenalty, SearchConfig, beam_search, \
-    live_candidates, restrict, top_candidates
-from rerank.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from rerank.models.batching import pad
+from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from rerank.search.beam import (
+    FeatureWeights,
+    Finished,
+    Hypothesis,
+    LengthPenalty,
+    SearchConfig,
+    beam_search,
+    live_candidates,
+    restrict,
+    top_candidates,
+)
 
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [13, 14, 15, 16, EOS_ID], [EOS_ID],
            [17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, EOS_ID], [7, 7, 7, EOS_ID]]

@@ -34,7 +34,7 @@ def val_slice(shared_data, tmp_path_factory) -> TuningData:
 
 
 def bleu_at(search: LineSearch, weights: np.ndarray) -> float:
-    return float(log_bleu(search.corpus_stats(search.scores(weights))))
+    return float(log_bleu(search.best_stats(search.hypothesis_scores(weights))))
 
 
 @pytest.mark.parametrize("start", ["moses", "random", "zeros"])
@@ -43,7 +43,7 @@ def test_line_search_is_never_worse_than_a_dense_grid(val_slice, start):
     rng = np.random.default_rng(7)
     weights = {"moses": MOSES_WEIGHTS, "random": rng.uniform(-1, 1, 8), "zeros": np.zeros(8)}[start]
     search = LineSearch(val_slice)
-    scores = search.scores(weights)
+    scores = search.hypothesis_scores(weights)
     directions = np.vstack([np.eye(8), rng.standard_normal((3, 8))])
     optima = search.axes(scores) + search.directions(scores, directions[8:])
     grid = np.linspace(-1.0, 1.0, 201)
@@ -94,7 +94,7 @@ def test_line_search_equals_brute_force_with_ties(seed):
     rng = np.random.default_rng(seed)
     search = LineSearch(data)
     for weights in (rng.integers(-2, 3, 3).astype(np.float64), np.zeros(3)):
-        scores = search.scores(weights)
+        scores = search.hypothesis_scores(weights)
         for k, optimum in enumerate(search.axes(scores)):
             direction = np.eye(3)[k]
             assert optimum.log_bleu == pytest.approx(brute_force_maximum(data, weights, direction), abs=1e-12)
@@ -108,7 +108,7 @@ def test_constant_features_have_no_breakpoints():
     data = TuningData(data.layout, features, data.stats, data.counts)
     search = LineSearch(data)
     weights = np.array([1.0, 0.5, -1.0])
-    optimum = search.axes(search.scores(weights))[1]
+    optimum = search.axes(search.hypothesis_scores(weights))[1]
     assert optimum.breakpoints == 0 and optimum.gamma == 0.0
     assert optimum.log_bleu == pytest.approx(bleu_at(search, weights))
 

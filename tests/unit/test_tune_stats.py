@@ -12,8 +12,16 @@ from sacrebleu.metrics.bleu import BLEU
 
 from rerank.formats.files import read_text
 from rerank.formats.nbest import group_by_sentence, read_nbest
-from rerank.tune.stats import (CORRECT, HYP_LEN, NUM_STATS, REF_LEN, TOTAL, BleuStatistics, log_bleu,
-                               sentence_bleu_plus_one)
+from rerank.tune.stats import (
+    CORRECT,
+    HYP_LEN,
+    NUM_STATS,
+    REF_LEN,
+    TOTAL,
+    BleuStatistics,
+    log_bleu,
+    sentence_bleu_plus_one,
+)
 
 
 def corpus(bleu: BleuStatistics, hypotheses: list[str]) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 
 from rerank.errors import ConfigError, RerankError
 from rerank.formats.nbest import FeatureLayout
-from rerank.weights import as_weights, load_weights, parse_weight_assignment, save_weights, weight_vector
+from rerank.formats.weights import as_weights, load_weights, parse_weight_assignment, save_weights, weight_vector
 
 LAYOUT = FeatureLayout(("Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0"), (1, 1, 1, 1, 4))
 

@@ -5,85 +5,34 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
 
-from rerank.config import from_dict, load_yaml, save_config, to_dict
-from rerank.data import bucketed_order, length_sorted_batches, make_batch, read_parallel, read_phrase_pairs, to_ids
+from rerank.config import load_yaml, save_config, to_dict
 from rerank.errors import ConfigError, RerankError
-from rerank.models import ModelConfig, Seq2Seq, build_model
-from rerank.models.checkpoint import CHECKPOINT, CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, load_model_weights, \
-    load_state, save_state
+from rerank.models import Seq2Seq, build_model
+from rerank.models.batching import sorted_batches, to_ids
+from rerank.models.checkpoint import (
+    CHECKPOINT,
+    CONFIG,
+    SRC_VOCAB,
+    TRG_VOCAB,
+    WEIGHTS,
+    load_model_weights,
+    load_state,
+    save_state,
+)
+from rerank.models.device import torch_threads
 from rerank.models.seq2seq import token_log_probs
-from rerank.vocab import Vocabulary
+from rerank.models.vocab import Vocabulary
+from rerank.training.config import TrainConfig
+from rerank.training.data import bucketed_order, make_batch, read_parallel, read_phrase_pairs
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TextPair:
-    source: str
-    target: str
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    """Training data: a parallel corpus (``train``) or the phrase pairs of a Moses table (``phrase_table``)."""
-
-    valid: TextPair
-    train: TextPair | None = None
-    phrase_table: str | None = None
-    src_vocab_size: int = 15000  # frequency shortlists (Cho et al.; Bahdanau et al. use 30,000)
-    trg_vocab_size: int = 15000
-    max_length: int = 50  # longer training pairs are skipped (RNNsearch-50); scoring takes any length
-
-    def __post_init__(self) -> None:
-        if (self.train is None) == (self.phrase_table is None):
-            raise ValueError("give exactly one of 'train' (source and target files) or 'phrase_table'")
-
-
-@dataclass(frozen=True)
-class TrainingConfig:
-    optimizer: Literal["adadelta", "adam"] = "adadelta"
-    learning_rate: float = 1.0  # Adadelta's scale (1.0, as the papers); for Adam, 1e-3 say
-    adadelta_rho: float = 0.95
-    adadelta_eps: float = 1e-6
-    batch_size: int = 80  # sentence pairs per update
-    bucket_window: int = 20  # sort by length within this many batches
-    clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
-    max_epochs: int = 10
-    max_updates: int | None = None
-    max_minutes: float | None = None  # wall-clock budget
-    valid_every: int = 1000  # updates between validations (and checkpoints)
-    log_every: int = 100
-    patience: int = 10  # validations without improvement before stopping
-    lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
-    seed: int = 1234
-    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
-
-    def __post_init__(self) -> None:
-        for name in ("batch_size", "bucket_window", "max_epochs", "valid_every", "log_every", "patience"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"training.{name} must be at least 1")
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    model: ModelConfig
-    data: DataConfig
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    output_dir: str = "runs/model"
-
-
-def load_train_config(path: str | os.PathLike) -> TrainConfig:
-    data = load_yaml(path)
-    return from_dict(TrainConfig, data if data is not None else {}, str(path))
 
 
 @dataclass
@@ -107,8 +56,6 @@ class Trainer:
     def __init__(self, config: TrainConfig):
         self.config = config
         self.out = Path(config.output_dir)
-        if config.training.threads:
-            torch.set_num_threads(config.training.threads)
         self._prepare_output()
         self._load_data()
         torch.manual_seed(config.training.seed)
@@ -184,6 +131,11 @@ class Trainer:
                     "progress": vars(self.progress), "rng": torch.get_rng_state()}, self.out / CHECKPOINT)
 
     def train(self) -> Progress:
+        """Train until a limit is met (see :meth:`_stop_reason`), with ``training.threads`` CPU threads."""
+        with torch_threads(self.config.training.threads):
+            return self._train()
+
+    def _train(self) -> Progress:
         """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress.
 
         A run that already met its limits does nothing: raise a limit to train further.
@@ -283,7 +235,7 @@ def validation_perplexity(model: Seq2Seq, src_ids: list[list[int]], trg_ids: lis
     model.eval()
     nll, tokens = 0.0, 0
     with torch.inference_mode():
-        for indices in length_sorted_batches([len(s) for s in src_ids], batch_size):
+        for indices in sorted_batches([len(s) for s in src_ids], batch_size):
             batch = make_batch([src_ids[i] for i in indices], [trg_ids[i] for i in indices])
             nll -= float(model.score(model.encode(batch.src, batch.src_len), batch.trg).sum())
             tokens += batch.target_tokens

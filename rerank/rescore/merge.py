@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from rerank.errors import FormatError
 from rerank.formats.files import display_name
-from rerank.formats.nbest import FeatureLayout, NBestEntry, group_by_sentence, read_nbest
+from rerank.formats.nbest import NBestEntry, group_by_sentence, read_nbest
 
 
 def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike]], num_sentences: int | None = None
@@ -15,7 +15,6 @@ def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike]], num_sentences:
     """Entries of the merged list: for each sentence id, each distinct hypothesis once (first system
     first), with features ``In<Name>= 1`` or ``0`` for each system and a total of 0."""
     labels = tuple(f"In{name}" for name, _ in systems)
-    layout = FeatureLayout(labels, (1,) * len(labels))
     streams = [_Sentences(path) for _, path in systems]
     while any(not s.done for s in streams):
         sentence_id = min(s.next_id for s in streams if not s.done)
@@ -28,14 +27,8 @@ def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike]], num_sentences:
             for entry in stream.take(sentence_id):
                 found.setdefault(tuple(entry.tokens), [0.0] * len(streams))[i] = 1.0
         for words, indicators in found.items():
-            yield _entry(sentence_id, words, labels, indicators, layout)
-
-
-def _entry(sentence_id: int, words: tuple[str, ...], labels: tuple[str, ...], indicators: list[float],
-           layout: FeatureLayout) -> NBestEntry:
-    features = " ".join(f"{label}= {value:g}" for label, value in zip(labels, indicators, strict=True))
-    fields = (f"{sentence_id} ", f" {' '.join(words)} ", f" {features} ", " 0")
-    return NBestEntry(sentence_id, fields, tuple(indicators), layout)
+            features = [(label, [value]) for label, value in zip(labels, indicators, strict=True)]
+            yield NBestEntry.build(sentence_id, words, features, 0.0)
 
 
 class _Sentences:

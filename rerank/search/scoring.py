@@ -21,16 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from rerank.data import pad, to_ids
-from rerank.errors import RerankError
+from rerank.formats.tokens import Pair
 from rerank.models import DecoderState, Seq2Seq
+from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
-from rerank.vocab import Vocabulary
-
-Pair = tuple[Sequence[str], Sequence[str]]  # (source tokens, target tokens)
-
-# DecoderState fields indexed by source position (B, S, ...), and the value that pads each past a sentence's end.
-SOURCE_POSITION_FIELDS = {"keys": 0.0, "proj_keys": 0.0, "pad_mask": True, "attention": 0.0}
+from rerank.models.vocab import Vocabulary
 
 
 @dataclass(frozen=True)
@@ -117,7 +112,7 @@ class Scorer:
         pair_src_len = src_len[source_of]  # (P,)
         order = np.lexsort((-pair_src_len, -trg_len))  # longest targets first, then longest sources
         scores = np.empty(len(trg_ids))
-        for rows in length_batches(order, trg_len, self.config.max_tokens):  # (B,) pair indices
+        for rows in token_batches(order, trg_len, self.config.max_tokens):  # (B,) pair indices
             state = narrow_source(states, int(pair_src_len[rows].max()))
             state = state.index_select(torch.as_tensor(row_of[source_of[rows]], device=self.device))  # B rows
             trg, _ = pad([trg_ids[i] for i in rows])  # (B, T)
@@ -128,35 +123,14 @@ class Scorer:
         """The decoder states of all sources (N rows, longest first), the row of each source (N,) and
         the sources' lengths (N,)."""
         lengths = np.array([len(s) for s in src_ids])
-        order = np.argsort(-lengths, kind="stable")
+        order = longest_first(lengths)
         parts = []
-        for rows in length_batches(order, lengths, self.config.max_tokens):
+        for rows in token_batches(order, lengths, self.config.max_tokens):
             src, src_len = pad([src_ids[i] for i in rows])  # (B, S), (B,)
             parts.append(self.model.encode(src.to(self.device), src_len.to(self.device)))
         row_of = np.empty_like(order)
         row_of[order] = np.arange(len(order))
         return concat_states(parts), row_of, lengths
-
-
-def torch_device(name: str) -> torch.device:
-    """The device called ``name`` (``cpu``, ``cuda``, ``cuda:1``), checked to exist on this machine."""
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise RerankError(f"unknown device {name!r}; expected cpu, cuda or cuda:N") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise RerankError(f"device {name!r} asked for, but this machine has no CUDA GPU (use cpu)")
-    return device
-
-
-def length_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int) -> Iterator[np.ndarray]:
-    """Consecutive slices of ``order`` (indices sorted by decreasing length) with at most ``max_tokens``
-    padded tokens each; a sequence longer than ``max_tokens`` makes a batch of its own."""
-    start = 0
-    while start < len(order):
-        size = max(1, max_tokens // int(lengths[order[start]]))
-        yield order[start: start + size]
-        start += size
 
 
 def concat_states(states: Sequence[DecoderState]) -> DecoderState:
@@ -172,7 +146,7 @@ def concat_states(states: Sequence[DecoderState]) -> DecoderState:
 def widen_source(state: DecoderState, width: int) -> DecoderState:
     """``state`` with its source-side fields padded to ``width`` positions (masked, so no score changes)."""
     changes = {}
-    for name, fill in SOURCE_POSITION_FIELDS.items():
+    for name, fill in DecoderState.SOURCE_POSITION_PADDING.items():
         value = getattr(state, name)
         if value is not None and value.shape[1] < width:
             extra = value.new_full((value.shape[0], width - value.shape[1], *value.shape[2:]), fill)
@@ -189,4 +163,5 @@ def narrow_source(state: DecoderState, length: int) -> DecoderState:
     if state.pad_mask.shape[1] <= length:
         return state
     return dataclasses.replace(state, **{name: getattr(state, name)[:, :length]
-                                         for name in SOURCE_POSITION_FIELDS if getattr(state, name) is not None})
+                                         for name in DecoderState.SOURCE_POSITION_PADDING
+                                         if getattr(state, name) is not None})

@@ -1,4 +1,6 @@
-"""What every feature function provides: a Moses label, a number of values, and a batch scorer."""
+"""What every feature function provides to n-best rescoring: a Moses label, a number of values, and a
+batch scorer. The kinds of features live in the top-level ``features`` folder (installed as
+``rerank.features``), which implements this protocol."""
 
 from __future__ import annotations
 
@@ -7,8 +9,7 @@ from typing import ClassVar, Protocol
 
 import numpy as np
 
-Tokens = Sequence[str]
-Pair = tuple[Tokens, Tokens]  # (source tokens, hypothesis tokens)
+from rerank.formats.tokens import Pair
 
 
 class Feature(Protocol):

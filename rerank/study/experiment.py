@@ -1,8 +1,9 @@
 """The end-to-end study: neural features for a real Moses system, as Cho et al. 2014 (Table 1) and
 Bahdanau et al. 2014 (Fig. 2) ran it, on any data given in the same layout.
 
-Every step is a ``rerank`` command, run in-process and logged to ``commands.sh`` in the output
-directory, so that each number of the results table can be reproduced by hand. A step whose
+Every step calls the library function behind a ``rerank`` command and logs that command to
+``commands.sh`` in the output directory, so that each number of the results table can be
+reproduced by hand. A step whose
 outputs exist is skipped, so a stopped run picks up where it was (training resumes from its
 checkpoint). The steps:
 
@@ -25,14 +26,21 @@ import logging
 import shlex
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from rerank.config import from_dict, load_yaml
 from rerank.errors import RerankError
+from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
+from rerank.formats.nbest import write_nbest
+from rerank.rescore.merge import merge_nbest
+
+if TYPE_CHECKING:
+    from rerank.rescore.feature import Feature
 
 logger = logging.getLogger(__name__)
 
@@ -122,27 +130,25 @@ class Experiment:
         self.force = force
         self.commands = self.out / "commands.sh"
         self.timings: dict[str, float] = {}
+        self._features: list[Feature] | None = None
 
-    # -- running commands ------------------------------------------------------------------------
+    # -- running steps ---------------------------------------------------------------------------
 
-    def rerank(self, argv: Sequence[str], outputs: Sequence[Path], step: str | None = None) -> None:
-        """Run ``rerank ARGV`` unless all ``outputs`` exist; log it to commands.sh."""
-        from rerank.cli import main
-
-        argv = [str(a) for a in argv]
-        line = "rerank " + shlex.join(argv)
+    def step(self, argv: Sequence[object], outputs: Sequence[Path], run: Callable[[], object],
+             timing: str | None = None) -> None:
+        """Call ``run`` unless all ``outputs`` exist; log ``rerank ARGV``, the command that does the same, to
+        commands.sh."""
+        line = "rerank " + shlex.join(str(a) for a in argv)
         if outputs and all(p.exists() for p in outputs) and not self.force:
-            logger.info("done already: %s", line)
+            logger.debug("done already: %s", line)
             return
         logger.info("$ %s", line)
         with open(self.commands, "a", encoding="utf-8") as log:
             log.write(line + "\n")
         started = time.monotonic()
-        status = main(argv)
-        if status:
-            raise RerankError(f"step failed with exit status {status}: {line}")
-        if step:
-            self.timings[step] = time.monotonic() - started
+        run()
+        if timing:
+            self.timings[timing] = time.monotonic() - started
 
     # -- the study -------------------------------------------------------------------------------
 
@@ -154,33 +160,54 @@ class Experiment:
         splits = {"dev": c.dev, "test": c.test}
         for name, split in splits.items():
             self.decode(name, split, models)
-            self.rerank(["score-nbest", split.nbest, "--source", split.source, "--config", features,
-                         "-o", self.out / f"{name}.moses.scored.gz"], [self.out / f"{name}.moses.scored.gz"],
-                        step=f"score-nbest {name}")
+            moses = self.out / f"{name}.moses.scored.gz"
+            self.step(["score-nbest", split.nbest, "--source", split.source, "--config", features, "-o", moses],
+                      [moses], lambda: self.score_nbest(split.nbest, split.source, moses),
+                      timing=f"score-nbest {name}")
             union = self.out / f"{name}.union.gz"
-            self.rerank(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={self.out / f'{name}.rnnsearch.nbest.gz'}",
-                         "-o", union], [union])
-            self.rerank(["score-nbest", union, "--source", split.source, "--config", features,
-                         "-o", self.out / f"{name}.union.scored.gz"], [self.out / f"{name}.union.scored.gz"])
+            rnnsearch = self.out / f"{name}.rnnsearch.nbest.gz"
+            self.step(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={rnnsearch}", "-o", union], [union],
+                      lambda: write_nbest(merge_nbest([("Moses", split.nbest), ("RNNsearch", rnnsearch)]), union))
+            scored = self.out / f"{name}.union.scored.gz"
+            self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
+                      [scored], lambda: self.score_nbest(union, split.source, scored))
         results = self.tune_rows()
         return self.report(models, results)
 
     def train(self) -> dict[str, Path]:
+        from rerank.training.config import load_train_config
+        from rerank.training.trainer import Trainer
+
         models = {}
         for name, config in (("encdec", self.config.encdec), ("rnnsearch", self.config.rnnsearch)):
             directory = self.out / "models" / name
-            self.rerank(["train", "--config", config, "--output-dir", directory], [], step=f"train {name}")
+            train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
+            self.step(["train", "--config", config, "--output-dir", directory], [],
+                      lambda: Trainer(train_config).train(), timing=f"train {name}")
             models[name] = directory
         return models
 
     def score_phrase_table(self, encdec: Path) -> None:
+        from rerank.formats.phrase_table import read_phrase_table
+        from rerank.formats.streams import peek
+        from rerank.search.scoring import Scorer
+        from rerank.search.table import score_phrase_table, table_moses_ini
+
         moses = self.config.moses
         if moses.phrase_table is None:
             return
-        table = self.out / "phrase-table.rnn.gz"
-        self.rerank(["score-table", moses.phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
-                     "--moses-ini-out", self.out / "moses.rnn.ini"], [table, self.out / "moses.rnn.ini"],
-                    step="score-table")
+        table, ini = self.out / "phrase-table.rnn.gz", self.out / "moses.rnn.ini"
+
+        def score() -> None:
+            first, entries = peek(read_phrase_table(moses.phrase_table))
+            scored_ini = table_moses_ini(moses.ini, ini, "TranslationModel0", first and len(first.scores), table,
+                                         TRAIN_MODEL_WEIGHT)
+            score_phrase_table(entries, Scorer.load(encdec), table=moses.phrase_table, output=table,
+                               show_progress=False)
+            scored_ini.write(ini)
+
+        self.step(["score-table", moses.phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
+                   "--moses-ini-out", ini], [table, ini], score, timing="score-table")
 
     def feature_config(self, models: dict[str, Path]) -> Path:
         """The rescoring features: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary)."""
@@ -195,57 +222,126 @@ class Experiment:
         path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
         return path
 
+    def score_nbest(self, nbest: str | Path, source: str, output: Path) -> None:
+        """``rerank score-nbest`` with the features of :meth:`feature_config`, built once for every list."""
+        from rerank.config import load_config
+        from rerank.features.registry import build_features
+        from rerank.formats.files import display_name
+        from rerank.formats.nbest import read_nbest
+        from rerank.rescore.append import RescoreConfig, score_nbest
+
+        if self._features is None:
+            path = self.out / "rescore.yaml"
+            self._features = build_features(load_config(RescoreConfig, path).features, source=str(path))
+        score_nbest(read_nbest(nbest), output, self._features, nbest_name=display_name(nbest), source=source)
+
     def decode(self, name: str, split: Split, models: dict[str, Path]) -> None:
+        from rerank.formats.dictionaries import phrase_table_dictionary
+        from rerank.formats.files import read_lines
+        from rerank.models.checkpoint import load_model
+        from rerank.models.config import DEFAULT_LABELS
+        from rerank.search.beam import LengthPenalty, SearchConfig
+        from rerank.search.translate import TranslationOutputs, translate_file
+
         c = self.config
         search = ["--beam", c.beam, "--length-penalty", c.length_penalty]
         unk = ["--unk-replace"] if c.unk_replace else []
         if unk and c.moses.phrase_table:
             unk += ["--phrase-table", c.moses.phrase_table]
+        config = SearchConfig(beam_size=c.beam, length_penalty=LengthPenalty(c.length_penalty))
+        sentences = [line.split() for _, line in read_lines(split.source)]
+        dictionaries: dict[str, dict[str, str]] = {}
+
+        def dictionary() -> dict[str, str] | None:
+            if not c.unk_replace:
+                return None
+            if "table" not in dictionaries:
+                dictionaries["table"] = phrase_table_dictionary(c.moses.phrase_table) if c.moses.phrase_table else {}
+            return dictionaries["table"]
+
+        def translate(model: str, output: Path, nbest: int | None = None) -> None:
+            loaded = load_model(models[model])
+            search_config = dataclasses.replace(config, nbest=nbest) if nbest else config
+            translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), search_config,
+                           label=DEFAULT_LABELS[loaded.architecture],
+                           dictionary=dictionary() if model == "rnnsearch" else None)
+
         for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention
             output = self.out / f"{name}.{model}.1best"
-            self.rerank(["translate", "--model", models[model], "-i", split.source, "-o", output, *options],
-                        [output], step=f"translate {name} {model}")
+            self.step(["translate", "--model", models[model], "-i", split.source, "-o", output, *options], [output],
+                      lambda: translate(model, output), timing=f"translate {name} {model}")
         nbest = self.out / f"{name}.rnnsearch.nbest.gz"
-        self.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
-                     "--nbest", c.nbest], [nbest])
+        self.step(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
+                   "--nbest", c.nbest], [nbest], lambda: translate("rnnsearch", nbest, c.nbest))
 
     def tune_rows(self) -> dict[str, dict[str, Score]]:
         """BLEU of every row (and the baseline) by optimiser: dev and test, one value per seed."""
+        from rerank.formats.weights import save_weights
+        from rerank.tune.config import TuneConfig
+        from rerank.tune.tuning import Tuning
+
         c = self.config
         results: dict[str, dict[str, Score]] = {"moses": {"moses.ini": Score()}}
-        baseline = self.apply("moses", "moses.ini", [c.moses.ini])
+        baseline = self.apply("moses", "moses.ini", c.moses.ini)
         for split, path in baseline.items():
             getattr(results["moses"]["moses.ini"], split).append(self.bleu(path, split))
         moses_labels = self.moses_labels()
+        runs = len(ROWS) * len(c.optimizers) * len(c.seeds)
+        done = 0
         for row in ROWS:
             features = (*moses_labels, *row.features) if row.moses_features else row.features
             init = c.moses.ini if row.moses_features else self.union_init()
+            nbest = self.out / f"dev.{row.nbest}.scored.gz"
             results[row.key] = {}
             for optimizer in c.optimizers:
                 score = results[row.key][optimizer] = Score()
                 for seed in c.seeds:
+                    done += 1
                     tag = f"{optimizer}-seed{seed}"
                     weights = self.out / "tuning" / row.key / f"{tag}.yaml"
                     weights.parent.mkdir(parents=True, exist_ok=True)
-                    self.rerank(["-q", "tune", "--nbest", self.out / f"dev.{row.nbest}.scored.gz",
-                                 "-r", c.dev.reference, "--init", init, "--features", ",".join(features),
-                                 "--optimizer", optimizer, "--seed", seed, "--restarts", c.restarts,
-                                 "--tokenize", c.tokenize, "-o", weights], [weights])
-                    outputs = self.apply(row.key, tag, [weights], nbest=row.nbest)
+                    base = TuneConfig()
+                    config = dataclasses.replace(
+                        base, optimizer=optimizer, seed=seed,  # type: ignore[arg-type]
+                        mert=dataclasses.replace(base.mert, restarts=c.restarts),
+                        bleu=dataclasses.replace(base.bleu, tokenize=c.tokenize))
+
+                    def tune(config: TuneConfig = config, init: str | Path = init, weights: Path = weights,
+                             features: tuple[str, ...] = features, nbest: Path = nbest) -> None:
+                        result = Tuning([c.dev.reference], config, init=init).on_nbest([nbest], features)
+                        save_weights(result.weights, weights)
+
+                    logger.info("tuning %d of %d: %s, %s, seed %d", done, runs, row.key, optimizer, seed)
+                    self.step(["tune", "--nbest", nbest, "-r", c.dev.reference, "--init", init, "--features",
+                               ",".join(features), "--optimizer", optimizer, "--seed", seed, "--restarts",
+                               c.restarts, "--tokenize", c.tokenize, "-o", weights], [weights], tune)
+                    outputs = self.apply(row.key, tag, weights, nbest=row.nbest)
                     for split, path in outputs.items():
                         getattr(score, split).append(self.bleu(path, split))
         return results
 
-    def apply(self, row: str, tag: str, weights: Sequence[str | Path], nbest: str = "moses") -> dict[str, Path]:
-        """1-best outputs of dev and test under ``weights`` (features without a weight count 0)."""
+    def apply(self, row: str, tag: str, weights: str | Path, nbest: str = "moses") -> dict[str, Path]:
+        """1-best outputs of dev and test under ``weights`` (features without a weight count 0; a moses.ini's
+        weights of features the list does not print are left out)."""
+        from rerank.formats.files import count_lines
+        from rerank.formats.weights import load_weights
+        from rerank.rescore.rerank import rerank_nbest
+
         outputs = {}
         for split in ("dev", "test"):
             output = self.out / "tuning" / row / f"{tag}.{split}.1best"
             output.parent.mkdir(parents=True, exist_ok=True)
-            weight_args = [arg for path in weights for arg in ("--weights", path)]
-            self.rerank(["-q", "apply", self.out / f"{split}.{nbest}.scored.gz", *weight_args,
-                         "--missing-weight", "0", "--source", getattr(self.config, split).source, "-o", output],
-                        [output])
+            scored = self.out / f"{split}.{nbest}.scored.gz"
+            source = getattr(self.config, split).source
+
+            def rerank(scored: Path = scored, source: str = source, output: Path = output) -> None:
+                values = load_weights(weights)
+                rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
+                             weights_name=str(weights), missing=0.0,
+                             known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
+
+            self.step(["apply", scored, "--weights", weights, "--missing-weight", "0", "--source", source,
+                       "-o", output], [output], rerank)
             outputs[split] = output
         return outputs
 
@@ -265,7 +361,7 @@ class Experiment:
         return path
 
     def bleu(self, path: Path, split: str) -> float:
-        from rerank.evaluation import evaluate
+        from rerank.study.evaluation import evaluate
 
         reference = getattr(self.config, split).reference
         return evaluate([(path.name, str(path))], [reference], tokenize=self.config.tokenize).systems[0].bleu
@@ -273,7 +369,8 @@ class Experiment:
     # -- the report ------------------------------------------------------------------------------
 
     def report(self, models: dict[str, Path], results: dict[str, dict[str, Score]]) -> Path:
-        from rerank.evaluation import evaluate, format_evaluation, plot_bucket_bleu
+        from rerank.study.evaluation import evaluate, format_evaluation
+        from rerank.study.plots import plot_bucket_bleu
 
         c = self.config
         rnnsearch = {split: self.bleu(self.out / f"{split}.rnnsearch.1best", split) for split in ("dev", "test")}

@@ -1,34 +1,29 @@
-"""Streaming n-best rescoring: append feature values, and rerank hypotheses with weights.
+"""Streaming n-best rescoring: append feature values to every hypothesis (``rerank score-nbest``).
 
-Both loops read an n-best list as a stream of sentences (see :func:`group_by_sentence`) and never
-hold more than one chunk of sentences in memory, so they run the same on 100 sentences or on a
-whole test set. :func:`add_features` is what ``rerank score-nbest`` does; :func:`best_hypothesis`,
-:func:`reranked` and :func:`all_sentences` are what ``rerank apply`` does.
+The n-best list is read as a stream of sentences (see :func:`~rerank.formats.nbest.group_by_sentence`)
+and never more than one chunk of sentences is held in memory, so it runs the same on 100 sentences
+or on a whole test set.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import numpy as np
 
-from rerank.errors import FormatError, RerankError
+from rerank.errors import RerankError
 from rerank.formats.files import display_name, read_lines
-from rerank.formats.nbest import FeatureLayout, NBestEntry, group_by_sentence
-from rerank.progress import ProgressBar
-
-if TYPE_CHECKING:  # features depend on rerank, not the other way round
-    from features.base import Feature, Pair
+from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
+from rerank.formats.streams import chunks
+from rerank.formats.tokens import Pair
+from rerank.progress import progress_bar, summary
+from rerank.rescore.feature import Feature
 
 logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
-Sentence = tuple[int, list[NBestEntry]]
 
 
 @dataclass(frozen=True)
@@ -78,27 +73,6 @@ class SourceText:
         return self._read
 
 
-def beyond_source(nbest_name: str, entry: NBestEntry, num_sentences: int, source_name: str) -> FormatError:
-    """The error for an n-best sentence id that the source file has no line for."""
-    return FormatError(nbest_name, entry.lineno,
-                       f"a sentence id below {num_sentences}, the number of lines of {source_name}",
-                       got=str(entry.sentence_id))
-
-
-def peek(items: Iterable[T]) -> tuple[T | None, Iterator[T]]:
-    """The first item (``None`` if there is none) and an iterator over all the items, the first included."""
-    iterator = iter(items)
-    first = next(iterator, None)
-    return first, (iterator if first is None else itertools.chain([first], iterator))
-
-
-def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """Consecutive lists of ``size`` items (the last one shorter)."""
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
-
-
 def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_name: str) -> FeatureLayout:
     """``layout`` with the features appended; a label the n-best list already has is an error."""
     clashes = [f.name for f in features if f.name in layout.labels]
@@ -117,7 +91,7 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
     empty source.
     """
     layout: FeatureLayout | None = None
-    progress = ProgressBar("sentences", enabled=logger.isEnabledFor(logging.INFO))
+    progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
     hypotheses = 0
     for chunk in chunks(group_by_sentence(entries), batch_sentences):
         flat = [entry for _, group in chunk for entry in group]
@@ -130,10 +104,10 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
             yield entry.with_features([(f.name, column[i]) for f, column in zip(features, columns)], layout)
         progress.update(len(chunk))
         hypotheses += len(flat)
-    logger.info("scored %s (%d hypotheses)", progress.close(), hypotheses)
+    logger.info("scored %s (%d hypotheses)", summary(progress), hypotheses)
 
 
-def _with_source(chunk: list[Sentence], source: SourceText | None, nbest_name: str
+def _with_source(chunk: list[NBestGroup], source: SourceText | None, nbest_name: str
                  ) -> Iterator[tuple[tuple[str, ...], list[NBestEntry]]]:
     for sentence_id, group in chunk:
         if source is None:
@@ -153,41 +127,15 @@ def _score(feature: Feature, pairs: Sequence[Pair]) -> np.ndarray:
     return values
 
 
-def all_sentences(sentences: Iterable[Sentence], *, num_sentences: int | None, nbest_name: str,
-                  source_name: str = "the source") -> Iterator[Sentence]:
-    """Every sentence id from 0 on, in order, with an empty list where the n-best list has no line.
-
-    With ``num_sentences``, the ids run up to ``num_sentences - 1`` and a larger id is an error;
-    without it, they stop at the last id of the n-best list.
-    """
-    expected = 0
-    for sentence_id, group in sentences:
-        if num_sentences is not None and sentence_id >= num_sentences:
-            raise beyond_source(nbest_name, group[0], num_sentences, source_name)
-        for missing in range(expected, sentence_id):
-            yield missing, []
-        yield sentence_id, group
-        expected = sentence_id + 1
-    for missing in range(expected, num_sentences or 0):
-        yield missing, []
 
 
-def model_scores(group: Sequence[NBestEntry], weights: np.ndarray) -> np.ndarray:
-    """The log-linear score (dense features · weights) of each hypothesis."""
-    return np.array([entry.dense for entry in group], dtype=np.float64).reshape(len(group), -1) @ weights
-
-
-def reranked(group: Sequence[NBestEntry], weights: np.ndarray) -> list[NBestEntry]:
-    """The hypotheses best first, each with its new total in field 4.
-
-    The sort is stable: of hypotheses with equal scores, the one earlier in the file comes first, so
-    the first is the first maximum, as Moses picks it.
-    """
-    scores = model_scores(group, weights)
-    order = np.argsort(-scores, kind="stable")
-    return [group[i].with_total(float(scores[i])) for i in order]
-
-
-def best_hypothesis(group: Sequence[NBestEntry], weights: np.ndarray) -> NBestEntry:
-    """The hypothesis with the highest score; of equal ones, the first in the file."""
-    return group[int(np.argmax(model_scores(group, weights)))]
+def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike, features: Sequence[Feature], *,
+                nbest_name: str, source: str | os.PathLike | None = None, batch_sentences: int = 64) -> None:
+    """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
+    ``features`` appended to every line."""
+    needy = [f.name for f in features if f.needs_source]
+    if needy and source is None:
+        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+    text = SourceText(source) if source is not None else None
+    write_nbest(add_features(entries, features, nbest_name=nbest_name, source=text,
+                             batch_sentences=batch_sentences), output)

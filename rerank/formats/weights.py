@@ -66,16 +66,19 @@ def parse_weight_assignment(text: str) -> tuple[str, tuple[float, ...]]:
 
 
 def weight_vector(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, *, source: str,
-                  ignore_unknown: bool = False, missing: float | None = None) -> np.ndarray:
-    """The weights as a vector aligned with ``layout``'s dense features.
+                  ignore_unknown: bool = False, missing: float | None = None,
+                  owner: str = "the n-best list") -> np.ndarray:
+    """The weights as a vector aligned with ``layout``'s dense features: the one way weights by label
+    become the vector that scores hypotheses (reranking, tuning, search).
 
     :param ignore_unknown: skip weights of labels the n-best list does not have (a ``moses.ini``
         also weights features Moses does not print, such as ``UnknownWordPenalty0``).
     :param missing: the weight of a feature with no weight; ``None`` makes that an error.
+    :param owner: what has the features of ``layout``, for messages.
     """
     unknown = [label for label in weights if label not in layout.labels]
     if unknown and not ignore_unknown:
-        raise RerankError(f"{source}: weights for features the n-best list does not have: {', '.join(unknown)} "
+        raise RerankError(f"{source}: weights for features {owner} does not have: {', '.join(unknown)} "
                           f"(it has {', '.join(layout.labels)})")
     vector = np.empty(layout.dims)
     absent = []
@@ -87,8 +90,8 @@ def weight_vector(weights: Mapping[str, Sequence[float]], layout: FeatureLayout,
                 continue
             values = [missing] * (span.stop - span.start)
         if len(values) != span.stop - span.start:
-            raise RerankError(f"{source}: {label} has {span.stop - span.start} values in the n-best list "
-                              f"but {len(values)} weights")
+            raise RerankError(f"{source}: {label} has {counted(span.stop - span.start, 'value')} in {owner} "
+                              f"but {counted(len(values), 'weight')}")
         vector[span] = values
     if absent:
         raise RerankError(f"{source}: no weight for the n-best features {', '.join(absent)}; "
@@ -99,3 +102,8 @@ def weight_vector(weights: Mapping[str, Sequence[float]], layout: FeatureLayout,
 def as_weights(vector: np.ndarray, layout: FeatureLayout) -> Weights:
     """The inverse of :func:`weight_vector`."""
     return {label: tuple(float(v) for v in vector[span]) for label, span in layout.offsets().items()}
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 value``, ``4 values``."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

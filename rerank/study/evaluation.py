@@ -7,7 +7,6 @@ same number of sentences), and corpus BLEU is computed within each bucket.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import atomic_binary_output, atomic_output, display_name, read_text
+from rerank.formats.files import atomic_output, display_name, read_text
 
 QUANTILES = {"quartiles": 4, "quintiles": 5, "deciles": 10}
 
@@ -185,27 +184,3 @@ def write_json(evaluation: Evaluation, path: str | os.PathLike) -> None:
         out.write("\n")
 
 
-def plot_bucket_bleu(evaluation: Evaluation, path: str | os.PathLike) -> None:
-    """A PNG with BLEU against source length, one line per system (Bahdanau et al. 2014, Fig. 2)."""
-    if not evaluation.buckets:
-        raise RerankError("a plot of BLEU by sentence length needs the source text (--source)")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6.4, 4.0))
-    x = np.arange(len(evaluation.buckets))
-    for system in evaluation.systems:
-        axes.plot(x, system.bucket_bleu, marker="o", label=system.name)
-    axes.set_xticks(x, [b.label for b in evaluation.buckets])
-    axes.set_xlabel(f"source sentence length (words of {os.path.basename(evaluation.source or '')})")
-    axes.set_ylabel("BLEU")
-    axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=120)
-    plt.close(figure)
-    with atomic_binary_output(path) as out:
-        out.write(buffer.getvalue())

@@ -2,32 +2,28 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from torch import Tensor
 
 from rerank.errors import FormatError
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.phrase_table import read_phrase_table
-from rerank.vocab import EOS_ID, PAD_ID, Vocabulary
+from rerank.models.batching import pad
 
 logger = logging.getLogger(__name__)
-
-Sentence = list[str]
 
 
 @dataclass
 class ParallelCorpus:
     """Tokenised sentence pairs."""
 
-    sources: list[Sentence]
-    targets: list[Sentence]
+    sources: list[list[str]]
+    targets: list[list[str]]
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -65,20 +61,6 @@ def read_phrase_pairs(path: str | os.PathLike) -> ParallelCorpus:
     return ParallelCorpus(sources, targets)
 
 
-def to_ids(sentences: Sequence[Sentence], vocab: Vocabulary) -> list[list[int]]:
-    """Ids of each sentence followed by ``</s>``."""
-    return [vocab.encode(s) + [EOS_ID] for s in sentences]
-
-
-def pad(sequences: Sequence[Sequence[int]]) -> tuple[Tensor, Tensor]:
-    """A (B, L) tensor of ids padded with ``<pad>``, and the lengths (B,)."""
-    lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=len(sequences))
-    batch = np.full((len(sequences), int(lengths.max())), PAD_ID, dtype=np.int64)
-    ids = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64, count=int(lengths.sum()))
-    batch[np.arange(batch.shape[1]) < lengths[:, None]] = ids  # row by row, as chain() reads them
-    return torch.from_numpy(batch), torch.from_numpy(lengths)
-
-
 @dataclass
 class Batch:
     src: Tensor  # (B, S)
@@ -108,10 +90,3 @@ def bucketed_order(lengths: np.ndarray, batch_size: int, window: int, rng: np.ra
         part = part[np.argsort(lengths[part], kind="stable")]
         batches += [part[i: i + batch_size] for i in range(0, len(part), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[np.ndarray]:
-    """Indices in batches of similar length (longest first), for evaluation."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    for start in range(0, len(order), batch_size):
-        yield order[start: start + batch_size]

@@ -53,7 +53,7 @@ import torch
 from torch import Tensor
 
 from rerank.models.seq2seq import Seq2Seq
-from rerank.vocab import BOS_ID, EOS_ID, PAD_ID
+from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID
 
 LengthPenaltyKind = Literal["none", "average", "wu"]
 
@@ -279,7 +279,7 @@ class Finished:
 def beam_search(model: Seq2Seq, src: Tensor, src_len: Tensor, config: SearchConfig) -> list[list[Hypothesis]]:
     """The ``config.nbest`` best hypotheses of each source sentence (B, S) of lengths (B,), best first.
 
-    Sources are ids followed by ``</s>`` (:func:`rerank.data.to_ids`), padded. A sentence gets fewer
+    Sources are ids followed by ``</s>`` (:func:`rerank.models.batching.to_ids`), padded. A sentence gets fewer
     than N hypotheses only when fewer exist within the length limit (an empty source has one).
     """
     if model.training:

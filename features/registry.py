@@ -1,0 +1,52 @@
+"""The registry of feature kinds: each kind's name in YAML and its class, listed in this one place.
+
+A feature is described in YAML as a mapping with ``kind`` plus the keys of that kind's ``Config``
+dataclass (see :mod:`rerank.features`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rerank.config import from_dict
+from rerank.errors import ConfigError
+from rerank.features.language_model import LanguageModel
+from rerank.features.nmt import NeuralTranslationModel
+from rerank.features.word_penalty import UnknownWordCount, WordPenalty
+from rerank.formats.nbest import check_label
+from rerank.rescore.feature import Feature
+
+FEATURES: dict[str, type[Any]] = {
+    "kenlm": LanguageModel,
+    "word-penalty": WordPenalty,
+    "unk-penalty": UnknownWordCount,
+    "nmt": NeuralTranslationModel,
+}
+
+
+def build_feature(spec: Mapping[str, Any], source: str = "config") -> Feature:
+    """One feature from its config mapping (``kind`` plus the keys of that kind's ``Config``)."""
+    if not isinstance(spec, Mapping) or "kind" not in spec:
+        raise ConfigError(f"{source}: a feature needs a 'kind' (one of {', '.join(FEATURES)}), got {spec!r}")
+    kind = spec["kind"]
+    if kind not in FEATURES:
+        raise ConfigError(f"{source}: unknown feature kind {kind!r}; known kinds: {', '.join(FEATURES)}")
+    cls = FEATURES[kind]
+    config = from_dict(cls.Config, {k: v for k, v in spec.items() if k != "kind"}, source, prefix=kind)
+    try:
+        if config.name is not None:  # None: the feature chooses its label (nmt: from the model's architecture)
+            check_label(config.name)
+    except ValueError as e:
+        raise ConfigError(f"{source}: {kind}: {e}") from None
+    return cls(config)
+
+
+def build_features(specs: Sequence[Mapping[str, Any]], source: str = "config") -> list[Feature]:
+    """Features from their config mappings; labels must be distinct."""
+    built = [build_feature(spec, source) for spec in specs]
+    labels = [f.name for f in built]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise ConfigError(f"{source}: feature label(s) used twice: {', '.join(duplicates)}")
+    return built

@@ -1,0 +1,121 @@
+"""What the attention of a hypothesis gives: hard word alignments, soft alignments as JSON records,
+and UNK replacement.
+
+UNK replacement follows Luong et al. 2015 (arXiv:1410.8206), with the alignment read from the
+attention as Jean et al. 2015 (arXiv:1412.2007) do: each ``<unk>`` becomes the dictionary
+translation of the source word it attends to most, or that word itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from rerank.errors import RerankError
+from rerank.formats.tokens import Tokens
+from rerank.models.batching import pad, to_ids
+from rerank.models.checkpoint import LoadedModel
+from rerank.models.seq2seq import Seq2Seq, shift_right, token_log_probs
+from rerank.models.vocab import EOS, UNK, Vocabulary
+from rerank.search.beam import Hypothesis, SearchConfig, beam_search
+
+
+def attended_words(attention: Tensor, source_words: int) -> list[int]:
+    """For each row of ``attention`` (T, S), the source word (not ``</s>``) with the most weight."""
+    if source_words == 0:
+        return []
+    return attention[:, :source_words].argmax(-1).tolist()
+
+
+def hard_alignment(hypothesis: Hypothesis, source_words: int) -> list[tuple[int, int]]:
+    """(source, target) word positions, 0-based, each target word with its most attended source
+    word, sorted as Moses writes alignments; ``</s>`` on either side is left out."""
+    if hypothesis.attention is None or source_words == 0:
+        return []
+    aligned = attended_words(hypothesis.attention[: len(hypothesis.tokens)], source_words)
+    return sorted((i, j) for j, i in enumerate(aligned))
+
+
+def format_alignment(pairs: Sequence[tuple[int, int]]) -> str:
+    return " ".join(f"{i}-{j}" for i, j in pairs)
+
+
+def replace_unknowns(words: list[str], source: Tokens, attention: Tensor | None,
+                     dictionary: Mapping[str, str]) -> list[str]:
+    """``words`` with each ``<unk>`` replaced by the dictionary translation of the source word it
+    attends to most, or by that source word when the dictionary has none."""
+    if UNK not in words or attention is None or not source:
+        return words
+    aligned = attended_words(attention[: len(words)], len(source))
+    return [dictionary.get(source[i], source[i]) if word == UNK else word
+            for word, i in zip(words, aligned, strict=True)]
+
+
+def target_words(hypothesis: Hypothesis, source: Tokens, trg_vocab: Vocabulary,
+                 dictionary: Mapping[str, str] | None = None) -> list[str]:
+    """The words of ``hypothesis``; with a ``dictionary`` (even an empty one), its ``<unk>``s replaced."""
+    words = [trg_vocab.tokens[t] for t in hypothesis.tokens]
+    if dictionary is None:
+        return words
+    return replace_unknowns(words, source, hypothesis.attention, dictionary)
+
+
+def attention_record(sentence_id: int, source: Tokens, words: Tokens, attention: Tensor,
+                     decimals: int = 4) -> dict[str, object]:
+    """One JSON line of soft alignments: rows are the target words and ``</s>``, columns the source's."""
+    weights = np.round(attention.double().numpy(), decimals)
+    return {"id": sentence_id, "source": [*source, EOS], "target": [*words, EOS], "attention": weights.tolist()}
+
+
+def has_attention(model: Seq2Seq) -> bool:
+    return model.config.architecture == "rnnsearch"
+
+
+def require_attention(model: Seq2Seq, what: str) -> None:
+    if not has_attention(model):
+        raise RerankError(f"{what} needs attention weights, and an {model.config.architecture} model has none "
+                          "(use an rnnsearch model)")
+
+
+def require_attention_for(model: Seq2Seq, *, alignments: bool = False, attention: bool = False,
+                          unk_replace: bool = False) -> None:
+    """Refuse, naming the option, outputs that need attention weights when ``model`` has none."""
+    for flag, wanted in (("--alignments", alignments), ("--attention", attention), ("--unk-replace", unk_replace)):
+        if wanted:
+            require_attention(model, flag)
+
+
+@dataclass(frozen=True)
+class AttentionWeights:
+    """A sentence pair's attention: ``weights`` (target words and ``</s>``, source words and ``</s>``),
+    the target's words, and ln p(target | source)."""
+
+    weights: np.ndarray
+    target: list[str]
+    score: float
+
+
+@torch.inference_mode()
+def attention_weights(loaded: LoadedModel, source: Tokens, target: Tokens | None, search: SearchConfig,
+                      device: str | torch.device = "cpu") -> AttentionWeights:
+    """The attention of ``loaded`` over ``source`` and ``target`` by forced decoding, or, without a target,
+    over the best translation that beam search finds."""
+    model = loaded.model
+    require_attention(model, "rerank align")
+    src, src_len = pad(to_ids([source], loaded.src_vocab))
+    src = src.to(device)
+    if target is None:
+        [[best]] = beam_search(model, src, src_len, search)
+        assert best.attention is not None
+        return AttentionWeights(best.attention.double().cpu().numpy(),
+                                [loaded.trg_vocab.tokens[t] for t in best.tokens], best.score)
+    trg, _ = pad(to_ids([target], loaded.trg_vocab))
+    trg = trg.to(device)
+    logits, attention = model.teacher_forced(model.encode(src, src_len), shift_right(trg))
+    assert attention is not None
+    return AttentionWeights(attention[0].double().cpu().numpy(), list(target),
+                            float(token_log_probs(logits, trg).sum()))

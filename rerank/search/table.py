@@ -1,0 +1,89 @@
+"""Appending a neural model's p(target | source) to every phrase pair of a Moses phrase table.
+
+The new value, last in the scores field (field 3), is p(target | source) of the whole phrase pair,
+``</s>`` included, by forced decoding (Cho et al. 2014, Sec. 4.1). Moses reads max(ln x, -100) for
+each phrase-table score x, so the value is written as exp(ln p) floored at exp(-100): Moses reads
+about -100 for it, as it would have anyway, and the value is never 0, whose log is -inf for the
+other tools that read tables. Every other byte of each line stays as it was, and the lines keep
+their order. The table is streamed: memory stays flat whatever its size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator
+
+from rerank.errors import FormatError, RerankError
+from rerank.formats.files import STDIO, count_lines, display_name
+from rerank.formats.moses_ini import MosesIni
+from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry, write_phrase_table
+from rerank.progress import progress_bar, summary
+from rerank.search.scoring import Scorer
+
+logger = logging.getLogger(__name__)
+
+
+def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike,
+                       output: str | os.PathLike, encoding: str = "utf-8", show_progress: bool = True) -> None:
+    """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended."""
+    appender = ScoreAppender(scorer, display_name(table))
+    total = count_lines(table, encoding) if str(table) != STDIO else None
+    progress = progress_bar("pairs", total, enabled=show_progress)
+
+    def counted(windows: Iterator[list[PhraseEntry]]) -> Iterator[list[PhraseEntry]]:
+        for window in windows:
+            progress.update(len(window))
+            yield window
+
+    write_phrase_table(itertools.chain.from_iterable(counted(appender.scored(entries))), output, encoding)
+    logger.info("%s: %s; %d value(s) floored at exp(%g)", display_name(output), summary(progress),
+                appender.floored, MOSES_LOWEST_LOG)
+
+
+def table_moses_ini(moses_ini: str | os.PathLike, output_ini: str | os.PathLike, table_name: str,
+                    num_scores: int | None, scored_table: str | os.PathLike, weight: float) -> MosesIni:
+    """The moses.ini to write beside a scored table, built and checked before any scoring starts:
+    ``table_name`` gets one more score (``num-features``), one more weight and the new table as path."""
+    ini = MosesIni.read(moses_ini)
+    if not ini.is_old_format and num_scores is not None:
+        declared = ini.feature(table_name).args.get("num-features")
+        if declared is not None and declared != str(num_scores):
+            raise RerankError(f"{moses_ini}: {table_name} has num-features={declared}, but the table has "
+                              f"{num_scores} scores per line: is this the moses.ini of that table?")
+    directory = os.path.dirname(os.path.abspath(output_ini))
+    if not os.path.isdir(directory):
+        raise RerankError(f"{output_ini}: cannot write: directory {directory!r} does not exist")
+    return ini.with_added_score(table_name, weight).with_table_path(table_name, os.path.abspath(scored_table))
+
+
+class ScoreAppender:
+    """Appends exp(ln p(target | source)) to phrase-table entries; counts the values it floored."""
+
+    def __init__(self, scorer: Scorer, table: str):
+        self.scorer = scorer
+        self.table = table
+        self.floored = 0
+
+    def scored(self, entries: Iterable[PhraseEntry]) -> Iterator[list[PhraseEntry]]:
+        """The entries with their new score, in order, a window of the scorer at a time."""
+        ahead, behind = itertools.tee(entries)
+        pairs = ((entry.source.split(), entry.target.split()) for entry in ahead)
+        for log_probs in self.scorer.score_windows(pairs):
+            window = list(itertools.islice(behind, len(log_probs)))
+            yield [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
+
+    def with_value(self, entry: PhraseEntry, log_prob: float) -> PhraseEntry:
+        """``entry`` with exp(ln p) appended; a non-finite ln p is an error naming the line."""
+        if not math.isfinite(log_prob):
+            raise FormatError(self.table, entry.lineno, "a phrase pair the model gives a finite score",
+                              got=f"ln p = {log_prob}: are the model weights broken?")
+        self.floored += log_prob < MOSES_LOWEST_LOG
+        return entry.with_score(phrase_table_value(log_prob))
+
+
+def phrase_table_value(log_prob: float) -> float:
+    """What a phrase table holds for ln p: exp(ln p), floored at Moses' lowest score so that it is never 0."""
+    return math.exp(max(log_prob, MOSES_LOWEST_LOG))

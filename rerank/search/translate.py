@@ -1,0 +1,148 @@
+"""Translating a corpus with :func:`rerank.search.beam.beam_search`: 1-best text, Moses n-best lists,
+alignments and attention.
+
+Sentences are translated in batches of similar length (sorted within windows of
+``SORT_WINDOW`` batches, so that little of a batch is padding) and come back in input order.
+With :class:`~rerank.search.beam.FeatureWeights` read from a weights file, the n-best list carries the
+features the search ranks by, the model's ln p and the word penalty ``WP0``, on every line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from rerank.errors import FormatError, RerankError
+from rerank.formats.files import atomic_output, display_name
+from rerank.formats.nbest import FeatureLayout, NBestEntry
+from rerank.formats.streams import chunks
+from rerank.formats.tokens import Tokens
+from rerank.formats.weights import load_weights, weight_vector
+from rerank.models.batching import pad, sorted_batches, to_ids
+from rerank.models.checkpoint import LoadedModel
+from rerank.models.seq2seq import Seq2Seq
+from rerank.models.vocab import Vocabulary
+from rerank.search.alignment import (
+    attention_record,
+    format_alignment,
+    hard_alignment,
+    require_attention_for,
+    target_words,
+)
+from rerank.search.beam import FeatureWeights, Hypothesis, SearchConfig, beam_search
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 50  # sentences searched together
+SORT_WINDOW = 20  # batches sorted by length together
+PROGRESS_EVERY = 30.0  # seconds between progress lines
+WORD_PENALTY = "WP0"  # −(number of words), Moses' WordPenalty
+
+
+def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens], config: SearchConfig,
+              batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu",
+              sort_window: int = SORT_WINDOW) -> Iterator[list[Hypothesis]]:
+    """The n-best hypotheses of each sentence, in input order, translated ``batch_size`` at a time
+    (sentences sorted by length within windows of ``sort_window`` batches)."""
+    ids = to_ids(sentences, src_vocab)
+    started = last_report = time.monotonic()
+    done = 0
+    for chunk in chunks(ids, batch_size * sort_window):
+        results: list[list[Hypothesis]] = [[] for _ in chunk]
+        for batch in sorted_batches([len(s) for s in chunk], batch_size):
+            src, src_len = pad([chunk[i] for i in batch])
+            for i, hypotheses in zip(batch, beam_search(model, src.to(device), src_len, config), strict=True):
+                results[i] = hypotheses
+        yield from results
+        done, now = done + len(chunk), time.monotonic()
+        if now - last_report >= PROGRESS_EVERY or done == len(ids):
+            rate = done / max(now - started, 1e-9)
+            logger.info("translated %d/%d sentences (%.1f sentences/s)", done, len(ids), rate)
+            last_report = now
+
+
+@dataclass(frozen=True)
+class TranslationOutputs:
+    """Where :func:`translate_file` writes: the translations (or n-best list), and optionally the
+    hard alignments and the soft attention of each best hypothesis."""
+
+    output: str | os.PathLike
+    nbest: bool = False
+    alignments: str | os.PathLike | None = None
+    attention: str | os.PathLike | None = None
+
+
+def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: TranslationOutputs,
+                   config: SearchConfig, *, label: str, dictionary: Mapping[str, str] | None = None,
+                   batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu") -> None:
+    """Translate ``sentences`` and write every output atomically: all of them at the end, or none on an error.
+
+    ``label`` names the model's ln p in the n-best list; with ``dictionary`` (even an empty one) each
+    ``<unk>`` is replaced (see :func:`~rerank.search.alignment.replace_unknowns`).
+    """
+    model = loaded.model
+    require_attention_for(model, alignments=bool(outputs.alignments), attention=bool(outputs.attention),
+                          unk_replace=dictionary is not None)
+    results = translate(model, loaded.src_vocab, sentences, config, batch_size, device)
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(atomic_output(outputs.output))
+        alignments = files.enter_context(atomic_output(outputs.alignments)) if outputs.alignments else None
+        attention = files.enter_context(atomic_output(outputs.attention)) if outputs.attention else None
+        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True)):
+            words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
+            if outputs.nbest:
+                for h, hypothesis_words in zip(hypotheses, words, strict=True):
+                    features, total = hypothesis_features(h, label, config.weights)
+                    out.write(NBestEntry.build(sentence_id, hypothesis_words, features, total).line() + "\n")
+            else:
+                out.write(" ".join(words[0]) + "\n")
+            if alignments is not None:
+                alignments.write(format_alignment(hard_alignment(hypotheses[0], len(source))) + "\n")
+            if attention is not None and hypotheses[0].attention is not None:
+                record = attention_record(sentence_id, source, words[0], hypotheses[0].attention)
+                attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def read_feature_weights(path: str | os.PathLike, label: str) -> FeatureWeights:
+    """The weights of the model's ln p (``label``) and of ``WP0`` in a YAML weights file or a
+    ``moses.ini``; a missing one keeps its default (1 and 0), any other label is an error."""
+    layout = FeatureLayout((label, WORD_PENALTY), (1, 1))
+    defaults = {label: (1.0,), WORD_PENALTY: (0.0,)}
+    model, word_penalty = weight_vector({**defaults, **load_weights(path)}, layout, source=f"{path}",
+                                        owner="the search").tolist()
+    try:
+        return FeatureWeights(model, word_penalty)
+    except ValueError as e:
+        raise RerankError(f"{path}: {e}") from None
+
+
+def hypothesis_features(hypothesis: Hypothesis, label: str,
+                        weights: FeatureWeights | None) -> tuple[list[tuple[str, list[float]]], float]:
+    """The n-best features of ``hypothesis`` and their total: ln p alone, with weight 1, or with
+    ``weights`` ln p and ``WP0`` and their weighted sum, what the search ranked it by."""
+    if weights is None:
+        return [(label, [hypothesis.score])], hypothesis.score
+    words = len(hypothesis.tokens)
+    return [(label, [hypothesis.score]), (WORD_PENALTY, [-float(words)])], weights.total(hypothesis.score, words)
+
+
+def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike) -> None:
+    """The location score has one output per source position: refuse longer sentences before searching."""
+    config = model.config
+    if config.architecture != "rnnsearch" or config.attention.score != "location":
+        return
+    limit = config.attention.max_source_length - 1  # and </s>
+    for lineno, sentence in enumerate(sentences, 1):
+        if len(sentence) > limit:
+            raise FormatError(display_name(path), lineno, f"at most {limit} words: the model's location attention "
+                              f"has max_source_length {limit + 1} (words and </s>)",
+                              got=f"{len(sentence)} words")
+
+

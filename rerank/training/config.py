@@ -1,0 +1,70 @@
+"""Training configuration as frozen dataclasses from YAML (torch-free: reading a config costs no torch import)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rerank.config import from_dict, load_yaml
+from rerank.models.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class TextPair:
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Training data: a parallel corpus (``train``) or the phrase pairs of a Moses table (``phrase_table``)."""
+
+    valid: TextPair
+    train: TextPair | None = None
+    phrase_table: str | None = None
+    src_vocab_size: int = 15000  # frequency shortlists (Cho et al.; Bahdanau et al. use 30,000)
+    trg_vocab_size: int = 15000
+    max_length: int = 50  # longer training pairs are skipped (RNNsearch-50); scoring takes any length
+
+    def __post_init__(self) -> None:
+        if (self.train is None) == (self.phrase_table is None):
+            raise ValueError("give exactly one of 'train' (source and target files) or 'phrase_table'")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    optimizer: Literal["adadelta", "adam"] = "adadelta"
+    learning_rate: float = 1.0  # Adadelta's scale (1.0, as the papers); for Adam, 1e-3 say
+    adadelta_rho: float = 0.95
+    adadelta_eps: float = 1e-6
+    batch_size: int = 80  # sentence pairs per update
+    bucket_window: int = 20  # sort by length within this many batches
+    clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
+    max_epochs: int = 10
+    max_updates: int | None = None
+    max_minutes: float | None = None  # wall-clock budget
+    valid_every: int = 1000  # updates between validations (and checkpoints)
+    log_every: int = 100
+    patience: int = 10  # validations without improvement before stopping
+    lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
+    seed: int = 1234
+    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "bucket_window", "max_epochs", "valid_every", "log_every", "patience"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"training.{name} must be at least 1")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: ModelConfig
+    data: DataConfig
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    output_dir: str = "runs/model"
+
+
+def load_train_config(path: str | os.PathLike) -> TrainConfig:
+    data = load_yaml(path)
+    return from_dict(TrainConfig, data if data is not None else {}, str(path))

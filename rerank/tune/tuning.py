@@ -1,0 +1,117 @@
+"""Tuning as a user or a study calls it: on fixed n-best lists, or with a decoder in the loop.
+
+Both take the references, the starting weights and a :class:`~rerank.tune.config.TuneConfig`, and
+return a :class:`TuneResult`: the tuned weights by label (L1-normalised), the tuning set's BLEU
+with them, and, for the loop, each iteration's record. :func:`write_moses_ini` puts the weights
+into a copy of a ``moses.ini``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sacrebleu.metrics.bleu import BLEUScore
+
+from rerank.errors import FormatError, RerankError
+from rerank.formats.files import read_text
+from rerank.formats.moses_ini import MosesIni, Weights
+from rerank.formats.nbest import FeatureLayout
+from rerank.formats.weights import as_weights, is_moses_ini, load_weights
+from rerank.tune.config import TuneConfig
+from rerank.tune.data import NBestPool, aligned_weights
+from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
+from rerank.tune.optimize import optimise
+from rerank.tune.stats import BleuStatistics
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    weights: Weights  # by label, L1-normalised
+    bleu: BLEUScore  # of the tuning set, with the tuned weights, on all n-best lists
+    signature: str  # sacreBLEU's
+    nbest_lists: int
+    hypotheses: int  # distinct hypotheses of the pool
+    iterations: tuple[Iteration, ...] = ()  # with a decoder in the loop
+    converged: bool = True
+
+
+def read_references(paths: Sequence[str | os.PathLike]) -> list[list[str]]:
+    """The lines of each reference file; every file must have as many as the first."""
+    references = [read_text(path) for path in paths]
+    for path, lines in zip(paths[1:], references[1:], strict=True):
+        if len(lines) != len(references[0]):
+            raise FormatError(str(path), min(len(lines), len(references[0])) + 1,
+                              f"{len(references[0])} lines, as {paths[0]} has", got=f"{len(lines)} lines")
+    return references
+
+
+class Tuning:
+    """The references and the starting weights of one tuning run (see the module docstring)."""
+
+    def __init__(self, references: Sequence[str | os.PathLike], config: TuneConfig,
+                 init: str | os.PathLike | None = None):
+        self.config = config
+        self.reference_names = [str(path) for path in references]
+        self.references = read_references(references)
+        self.bleu = BleuStatistics(self.references, tokenize=config.bleu.tokenize, lowercase=config.bleu.lowercase)
+        self.pool = NBestPool(self.bleu, reference_name=self.reference_names[0])
+        self.init = init
+        self.initial = load_weights(init) if init is not None else {}
+
+    def start(self, layout: FeatureLayout) -> np.ndarray:
+        """The starting weights as a vector for ``layout``; without any, 0 (each sentence's first hypothesis)."""
+        if self.init is None:
+            logger.info("starting from weights 0: each sentence's first hypothesis")
+            return np.zeros(layout.dims)
+        return aligned_weights(self.initial, layout, self.init, from_moses_ini=is_moses_ini(self.init))
+
+    def on_nbest(self, nbest: Sequence[str | os.PathLike], features: Sequence[str] | None = None) -> TuneResult:
+        """Optimise once on the merged n-best lists; with ``features``, only those are tuned (the others get 0)."""
+        for path in nbest:
+            self.pool.add(path)
+        layout = self.pool.layout
+        data = self.pool.data()
+        start = self.start(layout)
+        weights = np.zeros(layout.dims)
+        columns = np.arange(layout.dims)
+        if features is not None:
+            data, columns = data.select(features)
+            start = start[columns]
+        weights[columns] = optimise(data, start, self.config, np.random.default_rng(self.config.seed))
+        return self._result(weights, layout)
+
+    def with_decoder(self, decoder: str, source: str | os.PathLike, work_dir: str | os.PathLike) -> TuneResult:
+        """Run the decoder command on ``source``, merge its n-best list into all earlier ones, re-optimise,
+        until the weights settle (see :mod:`rerank.tune.loop`)."""
+        if not self.initial:
+            raise RerankError("a decoder in the loop needs starting weights: give a moses.ini or a weights file")
+        source_lines = len(read_text(source))
+        if source_lines != len(self.references[0]):
+            raise FormatError(str(source), None, f"{len(self.references[0])} lines, as {self.reference_names[0]} "
+                              "has", got=f"{source_lines} lines")
+        loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir))
+        result = loop.run(self.initial, self.start)
+        return self._result(result.weights, result.layout, result.iterations, result.converged)
+
+    def _result(self, weights: np.ndarray, layout: FeatureLayout, iterations: tuple[Iteration, ...] = (),
+                converged: bool = True) -> TuneResult:
+        score = self.bleu.score(self.pool.data().corpus_stats(weights))
+        return TuneResult(as_weights(weights, layout), score, self.bleu.signature(), len(self.pool.files),
+                          self.pool.size, iterations, converged)
+
+
+def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike) -> None:
+    """A copy of ``ini`` with the weights of the features it has replaced; the others are only in the YAML."""
+    known = ini.weights()
+    extra = [label for label in weights if label not in known]
+    if extra:
+        logger.warning("%s has no weights for %s: they are only in the YAML weights", ini.path, ", ".join(extra))
+    ini.with_weights({label: values for label, values in weights.items() if label in known}).write(path)
+    logger.info("wrote %s", path)
