@@ -47,12 +47,12 @@ from torch.utils.flop_counter import FlopCounterMode
 from rerank.formats.files import read_text
 from rerank.formats.nbest import read_nbest
 from rerank.formats.phrase_table import read_phrase_table
-from rerank.models import Seq2Seq, build_model
+from rerank.formats.tokens import Pair
+from rerank.models.architectures import build_model
 from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model, save_model
-from rerank.models.seq2seq import shift_right, token_log_probs
+from rerank.models.seq2seq import Seq2Seq, shift_right, token_log_probs
 from rerank.models.vocab import EOS_ID, Vocabulary
-from rerank.formats.tokens import Pair
 from rerank.search.scoring import Scorer
 from rerank.training.config import load_train_config
 

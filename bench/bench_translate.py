@@ -31,8 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rerank.config import from_dict, load_yaml  # noqa: E402
-from rerank.models import ModelConfig, Seq2Seq, build_model  # noqa: E402
+from rerank.models.architectures import build_model
 from rerank.models.checkpoint import load_model  # noqa: E402
+from rerank.models.config import ModelConfig  # noqa: E402
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary  # noqa: E402
 from rerank.search.beam import Hypothesis, LengthPenalty, SearchConfig, beam_search  # noqa: E402
 from rerank.search.translate import translate  # noqa: E402

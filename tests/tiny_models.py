@@ -16,10 +16,11 @@ import torch
 import yaml
 
 from rerank.config import to_dict
-from rerank.models import AttentionConfig, ModelConfig, Seq2Seq, build_model
+from rerank.models.architectures import build_model
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, save_state
-from rerank.models.seq2seq import token_log_probs
+from rerank.models.config import AttentionConfig, ModelConfig
+from rerank.models.seq2seq import Seq2Seq, token_log_probs
 from rerank.models.vocab import EOS_ID, Vocabulary
 
 # (architecture, decoder, input feeding): every decoder style

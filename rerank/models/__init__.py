@@ -1,17 +1,2 @@
-"""The two architectures, built from a :class:`~rerank.models.config.ModelConfig`."""
-
-from __future__ import annotations
-
-from rerank.models.config import AttentionConfig, ModelConfig
-from rerank.models.encdec import EncoderDecoder
-from rerank.models.rnnsearch import RNNSearch
-from rerank.models.seq2seq import DecoderState, Seq2Seq
-
-MODELS: dict[str, type[Seq2Seq]] = {"encdec": EncoderDecoder, "rnnsearch": RNNSearch}
-
-
-def build_model(config: ModelConfig, src_vocab_size: int, trg_vocab_size: int) -> Seq2Seq:
-    return MODELS[config.architecture](config, src_vocab_size, trg_vocab_size)
-
-
-__all__ = ["MODELS", "AttentionConfig", "DecoderState", "ModelConfig", "Seq2Seq", "build_model"]
+"""Models: vocabularies, batching of ids, the two architectures (Cho et al.'s encoder-decoder and RNNsearch),
+their torch-free configuration, checkpoints and devices; built from a :class:`~rerank.models.config.ModelConfig`."""

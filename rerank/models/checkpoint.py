@@ -26,7 +26,9 @@ import torch
 from rerank.config import from_dict, load_yaml, save_config
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output
-from rerank.models import ModelConfig, Seq2Seq, build_model
+from rerank.models.architectures import build_model
+from rerank.models.config import ModelConfig
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary
 
 CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = (

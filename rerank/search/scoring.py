@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from rerank.formats.tokens import Pair
-from rerank.models import DecoderState, Seq2Seq
 from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
+from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import Vocabulary
 
 

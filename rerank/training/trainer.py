@@ -14,7 +14,7 @@ import torch
 
 from rerank.config import load_yaml, save_config, to_dict
 from rerank.errors import ConfigError, RerankError
-from rerank.models import Seq2Seq, build_model
+from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
     CHECKPOINT,
@@ -27,7 +27,7 @@ from rerank.models.checkpoint import (
     save_state,
 )
 from rerank.models.device import torch_threads
-from rerank.models.seq2seq import token_log_probs
+from rerank.models.seq2seq import Seq2Seq, token_log_probs
 from rerank.models.vocab import Vocabulary
 from rerank.training.config import TrainConfig
 from rerank.training.data import bucketed_order, make_batch, read_parallel, read_phrase_pairs

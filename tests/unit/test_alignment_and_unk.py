@@ -10,12 +10,12 @@ import torch
 from tiny_models import one_thread, tiny_config, tiny_model
 
 from rerank.errors import FormatError
+from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
 from rerank.formats.nbest import NBestEntry, read_nbest
 from rerank.models.batching import pad, to_ids
 from rerank.models.vocab import UNK, Vocabulary
-from rerank.search.beam import Hypothesis, SearchConfig, beam_search
-from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
 from rerank.search.alignment import attention_record, hard_alignment, replace_unknowns
+from rerank.search.beam import Hypothesis, SearchConfig, beam_search
 from rerank.search.translate import translate
 
 # rows: target words then </s>; columns: source words then </s>

@@ -13,9 +13,9 @@ from tampering import Payload
 from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.errors import RerankError
-from rerank.models import Seq2Seq
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CONFIG, WEIGHTS, load_model, load_state
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import EOS_ID, Vocabulary
 
 SOURCES = [[5, 6, 7, EOS_ID], [8, EOS_ID]]

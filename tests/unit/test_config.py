@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
-from rerank.rescore.append import RescoreConfig
 
 from rerank.config import from_dict, load_config, load_yaml, save_config
 from rerank.errors import ConfigError, FormatError
+from rerank.rescore.append import RescoreConfig
 
 REPO = Path(__file__).resolve().parents[2]
 

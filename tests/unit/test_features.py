@@ -11,8 +11,8 @@ import kenlm
 import numpy as np
 import pytest
 
-from rerank.features.registry import FEATURES, build_feature, build_features
 from rerank.errors import ConfigError, FormatError, RerankError
+from rerank.features.registry import FEATURES, build_feature, build_features
 from rerank.formats.nbest import group_by_sentence, read_nbest
 
 SENTENCES = ["the european parliament", "resumption of the session", "mr president , this is a zzzunknown word",

@@ -17,8 +17,9 @@ from tiny_models import (
     tiny_model,
 )
 
-from rerank.models import ModelConfig, Seq2Seq
 from rerank.models.batching import pad
+from rerank.models.config import ModelConfig
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID
 
 # Source and target ids (vocabularies of 30 and 25), each ending in </s>; lengths 1 to 12.

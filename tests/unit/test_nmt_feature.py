@@ -12,9 +12,9 @@ import torch
 import yaml
 from tiny_models import one_thread, save_model_dir, tiny_config, tiny_model
 
-from rerank.features.registry import build_feature, build_features
 from rerank.cli import main
 from rerank.errors import ConfigError, RerankError
+from rerank.features.registry import build_feature, build_features
 from rerank.formats.nbest import read_nbest
 from rerank.models.vocab import Vocabulary
 from rerank.search.scoring import Scorer

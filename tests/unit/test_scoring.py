@@ -13,12 +13,11 @@ import torch
 from tiny_models import DECODERS, one_thread, tiny_config, tiny_model
 
 from rerank.errors import RerankError
-from rerank.models import DecoderState, Seq2Seq
-from rerank.models.batching import pad, to_ids
-from rerank.models.vocab import Vocabulary
 from rerank.formats.tokens import Pair
-from rerank.models.batching import token_batches
+from rerank.models.batching import pad, to_ids, token_batches
 from rerank.models.device import torch_device
+from rerank.models.seq2seq import DecoderState, Seq2Seq
+from rerank.models.vocab import Vocabulary
 from rerank.search.scoring import Scorer, ScoringConfig
 
 SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabulary of 30

@@ -18,8 +18,8 @@ from tiny_models import (
     tiny_model,
 )
 
-from rerank.models import Seq2Seq
 from rerank.models.batching import pad
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from rerank.search.beam import (
     FeatureWeights,
