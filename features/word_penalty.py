@@ -63,6 +63,7 @@ class UnknownWordCount:
     def _words(config: Config) -> frozenset[str]:
         if config.vocab is not None:
             return frozenset(line.split()[0] for _, line in read_lines(config.vocab) if line.strip())
+        assert config.corpus is not None  # Config has a vocab or a corpus
         counts: collections.Counter[str] = collections.Counter()
         for _, line in read_lines(config.corpus):
             counts.update(line.split())

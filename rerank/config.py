@@ -12,7 +12,7 @@ import os
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import yaml
 
@@ -21,7 +21,7 @@ from rerank.errors import ConfigError, FormatError
 T = TypeVar("T")
 
 
-def load_yaml(path: str | os.PathLike) -> Any:
+def load_yaml(path: str | os.PathLike[str]) -> Any:
     """The parsed content of a YAML file (``yaml.safe_load``), with errors naming the file."""
     try:
         with open(path, "rb") as f:
@@ -41,7 +41,7 @@ def load_yaml(path: str | os.PathLike) -> Any:
         raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
 
 
-def load_config(cls: type[T], path: str | os.PathLike) -> T:
+def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:
     """Load a YAML file into the dataclass ``cls``."""
     data = load_yaml(path)
     return from_dict(cls, {} if data is None else data, source=str(path))
@@ -53,7 +53,7 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
     if not isinstance(data, Mapping):
         raise ConfigError(f"{source}: {where}: expected a mapping, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {f.name: f for f in dataclasses.fields(cast(Any, cls)) if f.init}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(f"{source}: unknown key {_dotted(prefix, unknown[0])!r}; "
@@ -82,7 +82,7 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def save_config(obj: Any, path: str | os.PathLike) -> None:
+def save_config(obj: Any, path: str | os.PathLike[str]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(to_dict(obj), f, sort_keys=False, allow_unicode=True)
 
@@ -122,7 +122,7 @@ def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
             raise ConfigError(f"{source}: {path!r}: expected a mapping, got {value!r}")
         return {str(k): _convert(args[1] if args else Any, v, source, f"{path}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
-        return from_dict(hint, value, source, path)
+        return from_dict(cast(type[Any], hint), value, source, path)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{source}: {path!r}: expected a number, got {value!r}")

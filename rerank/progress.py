@@ -4,13 +4,14 @@ every 30 seconds elsewhere (a batch job's log file), and a one-line summary at t
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from tqdm import tqdm
 
 LOG_INTERVAL = 30.0  # seconds between lines when stderr is not a terminal
 
 
-def progress_bar(unit: str, total: int | None = None, *, enabled: bool = True) -> tqdm:
+def progress_bar(unit: str, total: int | None = None, *, enabled: bool = True) -> tqdm[Any]:
     """A tqdm bar counting ``unit``; disabled, it still counts (for :func:`summary`) but shows nothing."""
     tty = sys.stderr.isatty()
     interval = 0.5 if tty else LOG_INTERVAL
@@ -18,7 +19,7 @@ def progress_bar(unit: str, total: int | None = None, *, enabled: bool = True) -
                 delay=interval if enabled else float("inf"), leave=tty, dynamic_ncols=tty, ascii=not tty)
 
 
-def summary(bar: tqdm) -> str:
+def summary(bar: tqdm[Any]) -> str:
     """``1,219,049 pairs in 07:12, 2,822 pairs/s``; closes the bar."""
     bar.close()
     elapsed = bar.format_dict["elapsed"]

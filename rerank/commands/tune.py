@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rerank.commands.arguments import positive_int
 
@@ -76,7 +76,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
 
-    def given(**values):
+    def given(**values: Any) -> dict[str, Any]:
         return {key: value for key, value in values.items() if value is not None}
 
     try:

@@ -14,7 +14,7 @@ P_E_GIVEN_F = 2  # p(e|f) in a Moses phrase table: p(f|e) lex(f|e) p(e|f) lex(e|
 P_E_GIVEN_F = 2  # p(e|f) in a Moses phrase table: p(f|e) lex(f|e) p(e|f) lex(e|f)
 
 
-def read_dictionary(path: str | os.PathLike) -> dict[str, str]:
+def read_dictionary(path: str | os.PathLike[str]) -> dict[str, str]:
     """A word dictionary: ``source translation`` per line, one translation per source word."""
     name = display_name(path)
     dictionary: dict[str, str] = {}
@@ -31,7 +31,7 @@ def read_dictionary(path: str | os.PathLike) -> dict[str, str]:
     return dictionary
 
 
-def phrase_table_dictionary(path: str | os.PathLike, score_index: int = P_E_GIVEN_F) -> dict[str, str]:
+def phrase_table_dictionary(path: str | os.PathLike[str], score_index: int = P_E_GIVEN_F) -> dict[str, str]:
     """For each one-word source phrase of a Moses phrase table, its most probable one-word
     translation by the score in column ``score_index`` (0-based; default p(e|f)); the first on a tie."""
     best: dict[str, tuple[float, str]] = {}

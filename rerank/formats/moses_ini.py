@@ -58,10 +58,10 @@ class MosesIni:
         self.sections = self._find_sections()
 
     @classmethod
-    def read(cls, path: str | os.PathLike) -> MosesIni:
+    def read(cls, path: str | os.PathLike[str]) -> MosesIni:
         return cls([line for _, line in read_lines(path)], display_name(path))
 
-    def write(self, path: str | os.PathLike) -> None:
+    def write(self, path: str | os.PathLike[str]) -> None:
         with atomic_output(path) as out:
             for line in self.lines:
                 out.write(line)

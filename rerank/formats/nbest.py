@@ -134,7 +134,7 @@ def check_label(label: str) -> str:
     return label
 
 
-def read_nbest(path: str | os.PathLike) -> Iterator[NBestEntry]:
+def read_nbest(path: str | os.PathLike[str]) -> Iterator[NBestEntry]:
     """Stream the entries of an n-best list, checking every line against the first one."""
     name = display_name(path)
     layout: FeatureLayout | None = None
@@ -222,7 +222,7 @@ def group_by_sentence(entries: Iterable[NBestEntry]) -> Iterator[NBestGroup]:
         yield sentence_id, list(group)
 
 
-def write_nbest(entries: Iterable[NBestEntry], path: str | os.PathLike) -> int:
+def write_nbest(entries: Iterable[NBestEntry], path: str | os.PathLike[str]) -> int:
     """Write entries atomically; returns the number of lines written."""
     count = 0
     with atomic_output(path) as out:

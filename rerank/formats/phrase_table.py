@@ -50,7 +50,7 @@ class PhraseEntry:
         return PhraseEntry(fields, self.scores + (value,), self.lineno)
 
 
-def read_phrase_table(path: str | os.PathLike, encoding: str = "utf-8") -> Iterator[PhraseEntry]:
+def read_phrase_table(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterator[PhraseEntry]:
     """Stream the entries of a phrase table, checking that every line has as many scores as the first.
 
     Write a table read with another ``encoding`` back with the same one.
@@ -77,7 +77,7 @@ def read_phrase_table(path: str | os.PathLike, encoding: str = "utf-8") -> Itera
         yield PhraseEntry(fields, scores, lineno)
 
 
-def write_phrase_table(entries: Iterable[PhraseEntry], path: str | os.PathLike, encoding: str = "utf-8") -> int:
+def write_phrase_table(entries: Iterable[PhraseEntry], path: str | os.PathLike[str], encoding: str = "utf-8") -> int:
     """Write entries atomically; returns the number of lines written."""
     count = 0
     with atomic_output(path, encoding) as out:

@@ -26,11 +26,11 @@ from rerank.formats.nbest import FeatureLayout
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def is_moses_ini(path: str | os.PathLike) -> bool:
+def is_moses_ini(path: str | os.PathLike[str]) -> bool:
     return Path(path).suffix not in YAML_SUFFIXES
 
 
-def load_weights(path: str | os.PathLike) -> Weights:
+def load_weights(path: str | os.PathLike[str]) -> Weights:
     """Weights by label from a YAML weights file or a ``moses.ini`` (any name not ending in .yaml/.yml)."""
     if is_moses_ini(path):
         return MosesIni.read(path).weights()
@@ -46,7 +46,7 @@ def load_weights(path: str | os.PathLike) -> Weights:
     return weights
 
 
-def save_weights(weights: Mapping[str, Sequence[float]], path: str | os.PathLike) -> None:
+def save_weights(weights: Mapping[str, Sequence[float]], path: str | os.PathLike[str]) -> None:
     """Write weights as YAML (a single value as a number, several as a list), atomically."""
     data = {label: float(v[0]) if len(v) == 1 else [float(x) for x in v] for label, v in weights.items()}
     with atomic_output(path) as out:

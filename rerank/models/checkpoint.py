@@ -48,13 +48,13 @@ class LoadedModel:
         return self.config.architecture
 
 
-def save_state(state: dict[str, Any], path: str | os.PathLike) -> None:
+def save_state(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """``torch.save`` to a temporary file renamed over ``path``: a kill never leaves half a checkpoint."""
     with atomic_binary_output(path) as f:
         torch.save(state, f)
 
 
-def load_state(path: str | os.PathLike, device: str | torch.device = "cpu") -> dict[str, Any]:
+def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> dict[str, Any]:
     """A ``.pt`` file read safely: only tensors and plain containers are accepted."""
     try:
         state = torch.load(path, map_location=device, weights_only=True)
@@ -70,7 +70,7 @@ def load_state(path: str | os.PathLike, device: str | torch.device = "cpu") -> d
     return state
 
 
-def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike) -> None:
+def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str]) -> None:
     """Copy ``weights`` into ``model``; every name and shape must match."""
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise RerankError(f"{path}: refused: the weights are not a dictionary of tensors")
@@ -86,7 +86,7 @@ def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike) ->
     model.load_state_dict(weights)
 
 
-def read_model_config(directory: str | os.PathLike) -> ModelConfig:
+def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:
     path = Path(directory) / CONFIG
     if not path.is_file():
         raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
@@ -96,7 +96,7 @@ def read_model_config(directory: str | os.PathLike) -> ModelConfig:
     return from_dict(ModelConfig, data["model"], str(path), prefix="model")
 
 
-def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu",
+def load_model(directory: str | os.PathLike[str], device: str | torch.device = "cpu",
                weights_file: str = WEIGHTS) -> LoadedModel:
     """The model in ``directory`` (see the module docstring), in evaluation mode."""
     directory = Path(directory)
@@ -110,7 +110,7 @@ def load_model(directory: str | os.PathLike, device: str | torch.device = "cpu",
     return LoadedModel(model, src_vocab, trg_vocab, config, directory)
 
 
-def save_model(directory: str | os.PathLike, model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary) -> Path:
+def save_model(directory: str | os.PathLike[str], model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary) -> Path:
     """Write ``directory`` as :func:`load_model` reads it: the model's config, both vocabularies, its weights."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

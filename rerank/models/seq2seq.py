@@ -14,8 +14,9 @@ T target length, H hidden, C annotation size, V target vocabulary.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -49,12 +50,13 @@ class DecoderState:
         With ``same_sources``, each row of ``order`` has the source of the row it replaces (as the
         beams of one sentence do), so the source fields are kept rather than copied.
         """
-        return dataclasses.replace(self, **{
+        selected: dict[str, Any] = {
             f.name: value.index_select(0, order)
             for f in dataclasses.fields(self)
             if isinstance(value := getattr(self, f.name), Tensor)
             and not (same_sources and f.name in self.SOURCE_FIELDS)
-        })
+        }
+        return dataclasses.replace(self, **selected)
 
 
 class Seq2Seq(nn.Module):
@@ -101,6 +103,40 @@ NORMALISE_ROWS = 1024  # logits rows normalised at a time: a (1024, V) block sta
 def token_log_probs(logits: Tensor, trg: Tensor) -> Tensor:
     """ln p of each target token (B, T), 0 at padding; avoids materialising a (B, T, V) log-softmax."""
     gold = logits.gather(-1, trg[..., None]).squeeze(-1)
-    rows = logits.reshape(-1, logits.shape[-1]).split(NORMALISE_ROWS)
+    rows = torch.split(logits.reshape(-1, logits.shape[-1]), NORMALISE_ROWS)
     norm = torch.cat([torch.logsumexp(block, dim=-1) for block in rows]).view_as(gold)
     return (gold - norm).masked_fill(trg == PAD_ID, 0.0)
+
+
+def concat_states(states: Sequence[DecoderState]) -> DecoderState:
+    """The rows of several states in one, the source-side fields padded to the widest."""
+    width = max(state.pad_mask.shape[1] for state in states)
+    states = [widen_source(state, width) for state in states]
+    first = states[0]
+    joined: dict[str, Any] = {f.name: torch.cat([getattr(state, f.name) for state in states])
+                              for f in dataclasses.fields(first) if isinstance(getattr(first, f.name), Tensor)}
+    return dataclasses.replace(first, **joined)
+
+
+def widen_source(state: DecoderState, width: int) -> DecoderState:
+    """``state`` with its source-side fields padded to ``width`` positions (masked, so no score changes)."""
+    changes: dict[str, Any] = {}
+    for name, fill in DecoderState.SOURCE_POSITION_PADDING.items():
+        value = getattr(state, name)
+        if value is not None and value.shape[1] < width:
+            extra = value.new_full((value.shape[0], width - value.shape[1], *value.shape[2:]), fill)
+            changes[name] = torch.cat([value, extra], dim=1)
+    return dataclasses.replace(state, **changes)
+
+
+def narrow_source(state: DecoderState, length: int) -> DecoderState:
+    """``state`` without source positions at or beyond ``length``, the longest source among its rows.
+
+    Those positions are padding in every row. A state whose source fields are narrower (the
+    encoder-decoder's single summary vector) is returned as it is.
+    """
+    if state.pad_mask.shape[1] <= length:
+        return state
+    narrowed: dict[str, Any] = {name: getattr(state, name)[:, :length]
+                                for name in DecoderState.SOURCE_POSITION_PADDING if getattr(state, name) is not None}
+    return dataclasses.replace(state, **narrowed)

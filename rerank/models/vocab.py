@@ -57,13 +57,13 @@ class Vocabulary:
                 words.append(self.tokens[i])
         return words
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         with atomic_output(path) as out:
             for token in self.tokens:
                 out.write(token + "\n")
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> Vocabulary:
+    def load(cls, path: str | os.PathLike[str]) -> Vocabulary:
         tokens = [line for _, line in read_lines(path)]
         if tuple(tokens[: len(SPECIALS)]) != SPECIALS:
             raise FormatError(str(path), 1, f"a vocabulary starting with {' '.join(SPECIALS)}, one token per line",

@@ -45,7 +45,7 @@ class RescoreConfig:
 class SourceText:
     """The lines of a source file, fetched by increasing sentence id while the file is read as a stream."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.name = display_name(path)
         self._lines = read_lines(path)
         self._read = 0  # lines read so far
@@ -101,7 +101,8 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
                  for entry in group]
         columns = [_score(feature, pairs).tolist() for feature in features]  # floats, not numpy scalars: faster
         for i, entry in enumerate(flat):
-            yield entry.with_features([(f.name, column[i]) for f, column in zip(features, columns)], layout)
+            values = [(f.name, column[i]) for f, column in zip(features, columns, strict=True)]
+            yield entry.with_features(values, layout)
         progress.update(len(chunk))
         hypotheses += len(flat)
     logger.info("scored %s (%d hypotheses)", summary(progress), hypotheses)
@@ -129,8 +130,8 @@ def _score(feature: Feature, pairs: Sequence[Pair]) -> np.ndarray:
 
 
 
-def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike, features: Sequence[Feature], *,
-                nbest_name: str, source: str | os.PathLike | None = None, batch_sentences: int = 64) -> None:
+def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], features: Sequence[Feature], *,
+                nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64) -> None:
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
     ``features`` appended to every line."""
     needy = [f.name for f in features if f.needs_source]

@@ -10,7 +10,7 @@ from rerank.formats.files import display_name
 from rerank.formats.nbest import NBestEntry, group_by_sentence, read_nbest
 
 
-def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike]], num_sentences: int | None = None
+def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike[str]]], num_sentences: int | None = None
                 ) -> Iterator[NBestEntry]:
     """Entries of the merged list: for each sentence id, each distinct hypothesis once (first system
     first), with features ``In<Name>= 1`` or ``0`` for each system and a total of 0."""
@@ -34,7 +34,7 @@ def merge_nbest(systems: Sequence[tuple[str, str | os.PathLike]], num_sentences:
 class _Sentences:
     """One n-best list read sentence by sentence, with a look-ahead of one sentence."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.name = display_name(path)
         self._groups = group_by_sentence(read_nbest(path))
         self.group: list[NBestEntry] = []

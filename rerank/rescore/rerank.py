@@ -17,8 +17,9 @@ from rerank.formats.weights import weight_vector
 logger = logging.getLogger(__name__)
 
 
-def rerank_nbest(nbest: str | os.PathLike, weights: Mapping[str, Sequence[float]], output: str | os.PathLike, *,
-                 nbest_out: str | os.PathLike | None = None, num_sentences: int | None = None,
+def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[float]],
+                 output: str | os.PathLike[str], *,
+                 nbest_out: str | os.PathLike[str] | None = None, num_sentences: int | None = None,
                  source_name: str = "the source", weights_name: str = "the weights",
                  missing: float | None = None,
                  known: Callable[[FeatureLayout], Mapping[str, Sequence[float]]] | None = None) -> None:

@@ -267,7 +267,7 @@ class Finished:
         self.steps[sentences] = merge(self.steps, torch.full_like(rows, step))
         self.rows[sentences] = merge(self.rows, rows)
         self.eos_scores[sentences] = merge(self.eos_scores, eos_scores)
-        if self.eos_attention is not None:
+        if self.eos_attention is not None and eos_attention is not None:
             self.eos_attention[sentences] = merge(self.eos_attention, eos_attention)
 
     def worst(self, sentences: Tensor) -> Tensor:
@@ -356,12 +356,12 @@ def collect(finished: Finished, history: list[StepRecord], src_len: Tensor) -> l
         record, rows = history[t], pointer[on]
         tokens[on, t] = record.tokens[rows]
         token_scores[on, t] = record.token_scores[rows]
-        if attention is not None:
+        if attention is not None and record.attention is not None:
             attention[on, t] = record.attention[rows]
         pointer[on] = record.parents[rows]
     slot = torch.arange(slots, device=device)
     token_scores[slot, ends] = finished.eos_scores.reshape(-1)
-    if attention is not None:
+    if attention is not None and finished.eos_attention is not None:
         attention[slot, ends] = finished.eos_attention.reshape(slots, -1)
 
     normalised = finished.normalised.reshape(-1).tolist()

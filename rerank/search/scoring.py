@@ -13,7 +13,6 @@ Shapes: B batch, S source length, T target length, N distinct sources of a windo
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import torch
 from rerank.formats.tokens import Pair
 from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
-from rerank.models.seq2seq import DecoderState, Seq2Seq
+from rerank.models.seq2seq import DecoderState, Seq2Seq, concat_states, narrow_source
 from rerank.models.vocab import Vocabulary
 
 
@@ -59,7 +58,7 @@ class Scorer:
         self.device = next(model.parameters()).device
 
     @classmethod
-    def load(cls, directory: str | os.PathLike, device: str | torch.device = "cpu",
+    def load(cls, directory: str | os.PathLike[str], device: str | torch.device = "cpu",
              config: ScoringConfig | None = None) -> Scorer:
         """A scorer for the model directory ``directory`` (see :mod:`rerank.models.checkpoint`)."""
         return cls.from_loaded(load_model(directory, device), config)
@@ -133,35 +132,3 @@ class Scorer:
         return concat_states(parts), row_of, lengths
 
 
-def concat_states(states: Sequence[DecoderState]) -> DecoderState:
-    """The rows of several states in one, the source-side fields padded to the widest."""
-    width = max(state.pad_mask.shape[1] for state in states)
-    states = [widen_source(state, width) for state in states]
-    first = states[0]
-    return dataclasses.replace(first, **{
-        f.name: torch.cat([getattr(state, f.name) for state in states])
-        for f in dataclasses.fields(first) if isinstance(getattr(first, f.name), torch.Tensor)})
-
-
-def widen_source(state: DecoderState, width: int) -> DecoderState:
-    """``state`` with its source-side fields padded to ``width`` positions (masked, so no score changes)."""
-    changes = {}
-    for name, fill in DecoderState.SOURCE_POSITION_PADDING.items():
-        value = getattr(state, name)
-        if value is not None and value.shape[1] < width:
-            extra = value.new_full((value.shape[0], width - value.shape[1], *value.shape[2:]), fill)
-            changes[name] = torch.cat([value, extra], dim=1)
-    return dataclasses.replace(state, **changes)
-
-
-def narrow_source(state: DecoderState, length: int) -> DecoderState:
-    """``state`` without source positions at or beyond ``length``, the longest source among its rows.
-
-    Those positions are padding in every row. A state whose source fields are narrower (the
-    encoder-decoder's single summary vector) is returned as it is.
-    """
-    if state.pad_mask.shape[1] <= length:
-        return state
-    return dataclasses.replace(state, **{name: getattr(state, name)[:, :length]
-                                         for name in DecoderState.SOURCE_POSITION_PADDING
-                                         if getattr(state, name) is not None})

@@ -26,8 +26,8 @@ from rerank.search.scoring import Scorer
 logger = logging.getLogger(__name__)
 
 
-def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike,
-                       output: str | os.PathLike, encoding: str = "utf-8", show_progress: bool = True) -> None:
+def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
+                       output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True) -> None:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended."""
     appender = ScoreAppender(scorer, display_name(table))
     total = count_lines(table, encoding) if str(table) != STDIO else None
@@ -43,8 +43,8 @@ def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table:
                 appender.floored, MOSES_LOWEST_LOG)
 
 
-def table_moses_ini(moses_ini: str | os.PathLike, output_ini: str | os.PathLike, table_name: str,
-                    num_scores: int | None, scored_table: str | os.PathLike, weight: float) -> MosesIni:
+def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.PathLike[str], table_name: str,
+                    num_scores: int | None, scored_table: str | os.PathLike[str], weight: float) -> MosesIni:
     """The moses.ini to write beside a scored table, built and checked before any scoring starts:
     ``table_name`` gets one more score (``num-features``), one more weight and the new table as path."""
     ini = MosesIni.read(moses_ini)

@@ -73,10 +73,10 @@ class TranslationOutputs:
     """Where :func:`translate_file` writes: the translations (or n-best list), and optionally the
     hard alignments and the soft attention of each best hypothesis."""
 
-    output: str | os.PathLike
+    output: str | os.PathLike[str]
     nbest: bool = False
-    alignments: str | os.PathLike | None = None
-    attention: str | os.PathLike | None = None
+    alignments: str | os.PathLike[str] | None = None
+    attention: str | os.PathLike[str] | None = None
 
 
 def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: TranslationOutputs,
@@ -110,7 +110,7 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
                 attention.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def read_feature_weights(path: str | os.PathLike, label: str) -> FeatureWeights:
+def read_feature_weights(path: str | os.PathLike[str], label: str) -> FeatureWeights:
     """The weights of the model's ln p (``label``) and of ``WP0`` in a YAML weights file or a
     ``moses.ini``; a missing one keeps its default (1 and 0), any other label is an error."""
     layout = FeatureLayout((label, WORD_PENALTY), (1, 1))
@@ -133,7 +133,7 @@ def hypothesis_features(hypothesis: Hypothesis, label: str,
     return [(label, [hypothesis.score]), (WORD_PENALTY, [-float(words)])], weights.total(hypothesis.score, words)
 
 
-def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike) -> None:
+def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike[str]) -> None:
     """The location score has one output per source position: refuse longer sentences before searching."""
     config = model.config
     if config.architecture != "rnnsearch" or config.attention.score != "location":

@@ -81,7 +81,7 @@ def length_buckets(lengths: Sequence[int], scheme: str) -> list[Bucket]:
         highs = np.unique(np.quantile(values, np.arange(1, parts + 1) / parts, method="inverted_cdf")).astype(int)
         keys = np.searchsorted(highs, values)  # first edge >= length
         lows = [int(values.min())] + [int(h) + 1 for h in highs[:-1]]
-        bounds = list(zip(lows, (int(h) for h in highs)))
+        bounds = list(zip(lows, (int(h) for h in highs), strict=True))
     else:
         width = int(scheme)
         keys = np.maximum(values - 1, 0) // width  # 1..width -> 0, width+1..2*width -> 1; an empty line -> 0
@@ -95,7 +95,7 @@ def length_buckets(lengths: Sequence[int], scheme: str) -> list[Bucket]:
     return buckets
 
 
-def read_aligned(path: str | os.PathLike, anchor: str, expected: int) -> list[str]:
+def read_aligned(path: str | os.PathLike[str], anchor: str, expected: int) -> list[str]:
     """The lines of ``path``, which must be ``expected`` lines long, one for each line of ``anchor``."""
     lines = read_text(path)
     name = display_name(path)
@@ -111,7 +111,8 @@ def read_aligned(path: str | os.PathLike, anchor: str, expected: int) -> list[st
 def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, source: str | None = None,
              buckets: str = "10", tokenize: str = "13a", lowercase: bool = False) -> Evaluation:
     """Score every ``(name, path)`` system against the references, and by source length with a ``source``."""
-    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.metrics.bleu import BLEU
+    from sacrebleu.metrics.chrf import CHRF
 
     if tokenize not in BLEU.TOKENIZERS:
         raise RerankError(f"--tokenize {tokenize!r}: expected one of {', '.join(BLEU.TOKENIZERS)}")
@@ -160,9 +161,10 @@ def format_evaluation(evaluation: Evaluation) -> str:
     if evaluation.buckets:
         columns = [max(len(n), 6) for n in names]
         lines += ["", f"BLEU by source length (words of {evaluation.source})",
-                  f"{'length':>7}  {'sentences':>9}  " + "  ".join(f"{n:>{w}}" for n, w in zip(names, columns))]
+                  f"{'length':>7}  {'sentences':>9}  "
+                  + "  ".join(f"{n:>{w}}" for n, w in zip(names, columns, strict=True))]
         for i, bucket in enumerate(evaluation.buckets):
-            values = "  ".join(f"{s.bucket_bleu[i]:>{w}.2f}" for s, w in zip(evaluation.systems, columns))
+            values = "  ".join(f"{s.bucket_bleu[i]:>{w}.2f}" for s, w in zip(evaluation.systems, columns, strict=True))
             lines.append(f"{bucket.label:>7}  {len(bucket.indices):>9}  {values}")
     return "\n".join(lines) + "\n"
 
@@ -178,7 +180,7 @@ def evaluation_json(evaluation: Evaluation) -> dict[str, Any]:
     return data
 
 
-def write_json(evaluation: Evaluation, path: str | os.PathLike) -> None:
+def write_json(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
     with atomic_output(path) as out:
         json.dump(evaluation_json(evaluation), out, indent=2, ensure_ascii=False)
         out.write("\n")

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
@@ -41,6 +41,7 @@ from rerank.rescore.merge import merge_nbest
 
 if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
+    from rerank.training.config import TrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class ExperimentConfig:
     restarts: int = 20  # MERT's random restarts
     beam: int = 10
     nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
-    length_penalty: str = "wu"
+    length_penalty: Literal["none", "average", "wu"] = "wu"  # see rerank.search.beam.LengthPenalty
     unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table
     tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
     buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
@@ -134,10 +135,10 @@ class Experiment:
 
     # -- running steps ---------------------------------------------------------------------------
 
-    def step(self, argv: Sequence[object], outputs: Sequence[Path], run: Callable[[], object],
+    def step(self, argv: Sequence[object], outputs: Sequence[Path], run: Callable[..., object], *args: Any,
              timing: str | None = None) -> None:
-        """Call ``run`` unless all ``outputs`` exist; log ``rerank ARGV``, the command that does the same, to
-        commands.sh."""
+        """Call ``run(*args)`` unless all ``outputs`` exist; log ``rerank ARGV``, the command that does the
+        same, to commands.sh."""
         line = "rerank " + shlex.join(str(a) for a in argv)
         if outputs and all(p.exists() for p in outputs) and not self.force:
             logger.debug("done already: %s", line)
@@ -146,7 +147,7 @@ class Experiment:
         with open(self.commands, "a", encoding="utf-8") as log:
             log.write(line + "\n")
         started = time.monotonic()
-        run()
+        run(*args)
         if timing:
             self.timings[timing] = time.monotonic() - started
 
@@ -162,28 +163,27 @@ class Experiment:
             self.decode(name, split, models)
             moses = self.out / f"{name}.moses.scored.gz"
             self.step(["score-nbest", split.nbest, "--source", split.source, "--config", features, "-o", moses],
-                      [moses], lambda: self.score_nbest(split.nbest, split.source, moses),
+                      [moses], self.score_nbest, split.nbest, split.source, moses,
                       timing=f"score-nbest {name}")
             union = self.out / f"{name}.union.gz"
             rnnsearch = self.out / f"{name}.rnnsearch.nbest.gz"
             self.step(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={rnnsearch}", "-o", union], [union],
-                      lambda: write_nbest(merge_nbest([("Moses", split.nbest), ("RNNsearch", rnnsearch)]), union))
+                      merge_nbest_file, [("Moses", split.nbest), ("RNNsearch", rnnsearch)], union)
             scored = self.out / f"{name}.union.scored.gz"
             self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
-                      [scored], lambda: self.score_nbest(union, split.source, scored))
+                      [scored], self.score_nbest, union, split.source, scored)
         results = self.tune_rows()
         return self.report(models, results)
 
     def train(self) -> dict[str, Path]:
         from rerank.training.config import load_train_config
-        from rerank.training.trainer import Trainer
 
         models = {}
         for name, config in (("encdec", self.config.encdec), ("rnnsearch", self.config.rnnsearch)):
             directory = self.out / "models" / name
             train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
             self.step(["train", "--config", config, "--output-dir", directory], [],
-                      lambda: Trainer(train_config).train(), timing=f"train {name}")
+                      train_model, train_config, timing=f"train {name}")
             models[name] = directory
         return models
 
@@ -194,19 +194,19 @@ class Experiment:
         from rerank.search.table import score_phrase_table, table_moses_ini
 
         moses = self.config.moses
-        if moses.phrase_table is None:
+        phrase_table = moses.phrase_table
+        if phrase_table is None:
             return
         table, ini = self.out / "phrase-table.rnn.gz", self.out / "moses.rnn.ini"
 
         def score() -> None:
-            first, entries = peek(read_phrase_table(moses.phrase_table))
-            scored_ini = table_moses_ini(moses.ini, ini, "TranslationModel0", first and len(first.scores), table,
-                                         TRAIN_MODEL_WEIGHT)
-            score_phrase_table(entries, Scorer.load(encdec), table=moses.phrase_table, output=table,
-                               show_progress=False)
+            first, entries = peek(read_phrase_table(phrase_table))
+            scores = len(first.scores) if first is not None else None
+            scored_ini = table_moses_ini(moses.ini, ini, "TranslationModel0", scores, table, TRAIN_MODEL_WEIGHT)
+            score_phrase_table(entries, Scorer.load(encdec), table=phrase_table, output=table, show_progress=False)
             scored_ini.write(ini)
 
-        self.step(["score-table", moses.phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
+        self.step(["score-table", phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
                    "--moses-ini-out", ini], [table, ini], score, timing="score-table")
 
     def feature_config(self, models: dict[str, Path]) -> Path:
@@ -269,10 +269,10 @@ class Experiment:
         for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention
             output = self.out / f"{name}.{model}.1best"
             self.step(["translate", "--model", models[model], "-i", split.source, "-o", output, *options], [output],
-                      lambda: translate(model, output), timing=f"translate {name} {model}")
+                      translate, model, output, timing=f"translate {name} {model}")
         nbest = self.out / f"{name}.rnnsearch.nbest.gz"
         self.step(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
-                   "--nbest", c.nbest], [nbest], lambda: translate("rnnsearch", nbest, c.nbest))
+                   "--nbest", c.nbest], [nbest], translate, "rnnsearch", nbest, c.nbest)
 
     def tune_rows(self) -> dict[str, dict[str, Score]]:
         """BLEU of every row (and the baseline) by optimiser: dev and test, one value per seed."""
@@ -428,6 +428,16 @@ class Experiment:
                          f"{len(loaded.trg_vocab)}, {progress['updates']} updates in "
                          f"{progress['seconds'] / 60:.0f} min, best validation perplexity {progress['best_ppl']:.2f}")
         return lines
+
+
+def train_model(config: TrainConfig) -> None:
+    from rerank.training.trainer import Trainer
+
+    Trainer(config).train()
+
+
+def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) -> None:
+    write_nbest(merge_nbest(systems), output)
 
 
 def _mean_spread(values: Sequence[float]) -> str:

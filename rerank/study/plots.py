@@ -17,7 +17,7 @@ from rerank.study.evaluation import Evaluation
 INCHES_PER_WORD = 0.32
 
 
-def draw_attention(weights: np.ndarray, source: Sequence[str], target: Sequence[str], path: str | os.PathLike,
+def draw_attention(weights: np.ndarray, source: Sequence[str], target: Sequence[str], path: str | os.PathLike[str],
                    title: str = "") -> None:
     """A grey-scale heatmap of ``weights`` (target x source) with the words along the axes, written atomically."""
     from matplotlib.figure import Figure
@@ -35,7 +35,7 @@ def draw_attention(weights: np.ndarray, source: Sequence[str], target: Sequence[
         figure.savefig(out, format=image_format(path), dpi=150)
 
 
-def image_format(path: str | os.PathLike) -> str:
+def image_format(path: str | os.PathLike[str]) -> str:
     """The image format matplotlib will write, from the suffix of ``path``."""
     from matplotlib.figure import Figure
 
@@ -46,7 +46,7 @@ def image_format(path: str | os.PathLike) -> str:
     return suffix
 
 
-def plot_bucket_bleu(evaluation: Evaluation, path: str | os.PathLike) -> None:
+def plot_bucket_bleu(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
     """A PNG with BLEU against source length, one line per system (Bahdanau et al. 2014, Fig. 2)."""
     if not evaluation.buckets:
         raise RerankError("a plot of BLEU by sentence length needs the source text (--source)")

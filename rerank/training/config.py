@@ -65,6 +65,6 @@ class TrainConfig:
     output_dir: str = "runs/model"
 
 
-def load_train_config(path: str | os.PathLike) -> TrainConfig:
+def load_train_config(path: str | os.PathLike[str]) -> TrainConfig:
     data = load_yaml(path)
     return from_dict(TrainConfig, data if data is not None else {}, str(path))

@@ -35,7 +35,7 @@ class ParallelCorpus:
         return ParallelCorpus([self.sources[i] for i in keep], [self.targets[i] for i in keep])
 
 
-def read_parallel(source_path: str | os.PathLike, target_path: str | os.PathLike) -> ParallelCorpus:
+def read_parallel(source_path: str | os.PathLike[str], target_path: str | os.PathLike[str]) -> ParallelCorpus:
     """Two line-aligned text files; their line counts must agree."""
     sources = [line.split() for _, line in read_lines(source_path)]
     targets = [line.split() for _, line in read_lines(target_path)]
@@ -47,7 +47,7 @@ def read_parallel(source_path: str | os.PathLike, target_path: str | os.PathLike
     return ParallelCorpus(sources, targets)
 
 
-def read_phrase_pairs(path: str | os.PathLike) -> ParallelCorpus:
+def read_phrase_pairs(path: str | os.PathLike[str]) -> ParallelCorpus:
     """Each distinct (source, target) phrase pair of a Moses phrase table once, ignoring its
     frequency (Cho et al. 2014, Sec. 4.1), in table order."""
     seen: set[tuple[str, str]] = set()

@@ -81,8 +81,11 @@ class Trainer:
 
     def _load_data(self) -> None:
         data = self.config.data
-        corpus = read_phrase_pairs(data.phrase_table) if data.phrase_table else \
-            read_parallel(data.train.source, data.train.target)
+        if data.phrase_table is not None:
+            corpus = read_phrase_pairs(data.phrase_table)
+        else:
+            assert data.train is not None  # DataConfig has one or the other
+            corpus = read_parallel(data.train.source, data.train.target)
         kept = corpus.filter_length(data.max_length)
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(kept), len(corpus) - len(kept),
                     data.max_length)
@@ -196,7 +199,8 @@ class Trainer:
     def _planned_updates(self) -> int:
         t = self.config.training
         per_epoch = math.ceil(len(self.train_src) / t.batch_size)
-        return min(t.max_updates or math.inf, per_epoch * t.max_epochs)
+        total = per_epoch * t.max_epochs
+        return min(t.max_updates, total) if t.max_updates is not None else total
 
     def _update(self, indices: np.ndarray) -> tuple[float, int]:
         """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
@@ -204,7 +208,7 @@ class Trainer:
         logits = self.model(batch.src, batch.src_len, batch.trg)
         nll = -token_log_probs(logits, batch.trg).sum()
         self.optimizer.zero_grad(set_to_none=True)
-        (nll / len(indices)).backward()  # mean sentence log-likelihood (Cho et al. 2014, Eq. 4)
+        torch.autograd.backward(nll / len(indices))  # mean sentence log-likelihood (Cho et al. 2014, Eq. 4)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
         self.optimizer.step()
         return nll.item(), batch.target_tokens

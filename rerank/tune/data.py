@@ -105,7 +105,7 @@ class NBestPool:
         """The number of distinct hypotheses."""
         return sum(len(keys) for keys in self._keys)
 
-    def add(self, path: str | os.PathLike) -> np.ndarray:
+    def add(self, path: str | os.PathLike[str]) -> np.ndarray:
         """Merge the n-best list ``path`` into the pool.
 
         :return: the index, in :meth:`data`, of each sentence's first hypothesis in this file
@@ -183,7 +183,7 @@ class NBestPool:
         return TuningData(self.layout, features, stats, counts)
 
 
-def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, path: str | os.PathLike,
+def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, path: str | os.PathLike[str],
                     *, from_moses_ini: bool) -> np.ndarray:
     """Starting weights as a vector for ``layout`` (D,).
 
@@ -204,7 +204,7 @@ def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayou
     return weight_vector(weights, layout, source=str(path), ignore_unknown=True, missing=0.0)
 
 
-def _label_line(path: str | os.PathLike, label: str) -> int | None:
+def _label_line(path: str | os.PathLike[str], label: str) -> int | None:
     """The line of a YAML weights file where ``label`` is given, if it can be found."""
     pattern = re.compile(rf"\s*['\"]?{re.escape(label)}['\"]?\s*:")
     for lineno, line in read_lines(path):

@@ -122,7 +122,7 @@ class LineSearch:
         a = scores.ravel()[rows]
         keep = _upper_hull(column, b, a)
         column, a, b, rows = column[keep], a[keep], b[keep], rows[keep]
-        stats = self.stats[:, rows]                                              # (NUM_STATS, L)
+        stats: np.ndarray = self.stats[:, rows]                                  # (NUM_STATS, L)
         # each sentence starts on its line of least slope; at each breakpoint it moves to the next
         starts = np.ones(len(column), dtype=bool)
         starts[1:] = column[1:] != column[:-1]

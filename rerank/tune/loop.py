@@ -88,7 +88,7 @@ class DecoderCommand:
 
     def render(self, values: Mapping[str, str]) -> str:
         """The command with every placeholder replaced by ``values[name]``, quoted for the shell."""
-        def substitute(match: re.Match) -> str:
+        def substitute(match: re.Match[str]) -> str:
             quote, name = match.group(1), match.group(2)
             if name not in values:
                 return match.group(0)
@@ -160,6 +160,7 @@ class TuningLoop:
                 return LoopResult(current, data.layout, tuple(history), True)
             decoder_weights = as_weights(current, data.layout)
         logger.info("stopping after %d iterations", loop.max_iterations)
+        assert current is not None and self.pool.layout is not None  # at least one iteration ran
         return LoopResult(current, self.pool.layout, tuple(history), False)
 
     def _decode(self, number: int, weights: Weights) -> Path:

@@ -87,7 +87,7 @@ def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.ra
             directions = rng.standard_normal((config.random_directions, dims))
             directions /= np.linalg.norm(directions, axis=1, keepdims=True)
             for direction, optimum in zip(directions, search.directions(scores, directions, current), strict=True):
-                if optimum.log_bleu > best.log_bleu:
+                if best is None or optimum.log_bleu > best.log_bleu:
                     best, best_direction = optimum, direction
         searches += dims + config.random_directions
         if best is None or best.gamma == 0.0 or best.log_bleu <= current:

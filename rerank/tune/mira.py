@@ -74,9 +74,9 @@ def mira(data: TuningData, initial: np.ndarray, config: MiraConfig, rng: np.rand
                 updates += 1
             background = config.decay * background + stats[s][hope]
         average = total / updates if updates else weights
-        bleu = 100.0 * math.exp(log_bleu(data.corpus_stats(average)))
+        average_bleu = 100.0 * math.exp(float(log_bleu(data.corpus_stats(average))))
         if report is not None:
-            report(epoch, bleu)
-        if bleu > best.bleu:
-            best = MiraResult(l1_normalised(average), bleu, epoch, updates)
+            report(epoch, average_bleu)
+        if average_bleu > best.bleu:
+            best = MiraResult(l1_normalised(average), average_bleu, epoch, updates)
     return best

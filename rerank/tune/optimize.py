@@ -31,9 +31,10 @@ def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.
         bounds = mert_bounds(data.layout, config.mert)
         return mert(data, initial, config.mert, bounds, rng, report).weights
     if config.optimizer == "pro":
-        result = pro(data, config.pro, rng)
-        logger.info("PRO: %d pairs, logistic regression converged in %d Newton steps", result.pairs, result.iterations)
-        return result.weights
+        trained = pro(data, config.pro, rng)
+        logger.info("PRO: %d pairs, logistic regression converged in %d Newton steps", trained.pairs,
+                    trained.iterations)
+        return trained.weights
     if config.optimizer == "mira":
         result = mira(data, initial, config.mira, rng,
                       lambda epoch, bleu: logger.info("MIRA epoch %d/%d: BLEU %.2f", epoch, config.mira.epochs, bleu))

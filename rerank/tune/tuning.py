@@ -42,7 +42,7 @@ class TuneResult:
     converged: bool = True
 
 
-def read_references(paths: Sequence[str | os.PathLike]) -> list[list[str]]:
+def read_references(paths: Sequence[str | os.PathLike[str]]) -> list[list[str]]:
     """The lines of each reference file; every file must have as many as the first."""
     references = [read_text(path) for path in paths]
     for path, lines in zip(paths[1:], references[1:], strict=True):
@@ -55,8 +55,8 @@ def read_references(paths: Sequence[str | os.PathLike]) -> list[list[str]]:
 class Tuning:
     """The references and the starting weights of one tuning run (see the module docstring)."""
 
-    def __init__(self, references: Sequence[str | os.PathLike], config: TuneConfig,
-                 init: str | os.PathLike | None = None):
+    def __init__(self, references: Sequence[str | os.PathLike[str]], config: TuneConfig,
+                 init: str | os.PathLike[str] | None = None):
         self.config = config
         self.reference_names = [str(path) for path in references]
         self.references = read_references(references)
@@ -72,11 +72,13 @@ class Tuning:
             return np.zeros(layout.dims)
         return aligned_weights(self.initial, layout, self.init, from_moses_ini=is_moses_ini(self.init))
 
-    def on_nbest(self, nbest: Sequence[str | os.PathLike], features: Sequence[str] | None = None) -> TuneResult:
+    def on_nbest(self, nbest: Sequence[str | os.PathLike[str]], features: Sequence[str] | None = None) -> TuneResult:
         """Optimise once on the merged n-best lists; with ``features``, only those are tuned (the others get 0)."""
         for path in nbest:
             self.pool.add(path)
         layout = self.pool.layout
+        if layout is None:
+            raise RerankError("no n-best lists to tune on")
         data = self.pool.data()
         start = self.start(layout)
         weights = np.zeros(layout.dims)
@@ -87,7 +89,8 @@ class Tuning:
         weights[columns] = optimise(data, start, self.config, np.random.default_rng(self.config.seed))
         return self._result(weights, layout)
 
-    def with_decoder(self, decoder: str, source: str | os.PathLike, work_dir: str | os.PathLike) -> TuneResult:
+    def with_decoder(self, decoder: str, source: str | os.PathLike[str],
+                     work_dir: str | os.PathLike[str]) -> TuneResult:
         """Run the decoder command on ``source``, merge its n-best list into all earlier ones, re-optimise,
         until the weights settle (see :mod:`rerank.tune.loop`)."""
         if not self.initial:
@@ -107,7 +110,7 @@ class Tuning:
                           self.pool.size, iterations, converged)
 
 
-def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike) -> None:
+def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike[str]) -> None:
     """A copy of ``ini`` with the weights of the features it has replaced; the others are only in the YAML."""
     known = ini.weights()
     extra = [label for label in weights if label not in known]

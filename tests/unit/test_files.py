@@ -40,6 +40,16 @@ def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_text("-") == ["a", "b"]
 
 
+def test_gzip_is_recognised_by_its_magic_bytes_on_stdin_and_without_suffix(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    packed = gzip.compress("a\nb é\n".encode())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(packed))))
+    assert read_text("-") == ["a", "b é"]
+    path = tmp_path / "lines.txt"
+    path.write_bytes(packed)
+    assert read_text(path) == ["a", "b é"]
+
+
 def test_crlf_is_an_error_at_its_line(tmp_path: Path) -> None:
     path = tmp_path / "dos.txt"
     path.write_bytes(b"fine\nwindows\r\n")
