@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import logging
 import math
 import os
 import re
-from collections.abc import Sequence
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, RerankError, log_once
 from rerank.formats.tokens import Pair
 
 LN_10 = math.log(10.0)
+BINARY_ADVICE = "Loading the LM will be faster if you build a binary file."
+logger = logging.getLogger(__name__)
 
 
 class LanguageModel:
@@ -33,6 +39,10 @@ class LanguageModel:
 
     needs_source = False
 
+    @staticmethod
+    def label(config: Config) -> str:
+        return config.name
+
     def __init__(self, config: Config):
         import kenlm
 
@@ -44,12 +54,20 @@ class LanguageModel:
         options = kenlm.Config()
         options.show_progress = False
         try:
-            self.model = kenlm.Model(config.path, options)
+            with stderr_lines() as printed:  # KenLM's C++ advice about ARPA files, said once, as ours
+                self.model = kenlm.Model(config.path, options)
         except (OSError, RuntimeError) as e:
             reason, offset = _kenlm_reason(e)
             lineno = _line_at(config.path, offset) if offset is not None else None
             raise FormatError(config.path, lineno, f"an ARPA or KenLM binary language model (feature {config.name})",
                               got=reason) from None
+
+        for line in printed:
+            if BINARY_ADVICE in line:
+                log_once(logger, logging.INFO, "%s: an ARPA file loads faster once converted with KenLM's "
+                         "build_binary", config.path)
+            elif line.strip():
+                log_once(logger, logging.WARNING, "%s: KenLM: %s", config.path, line.strip())
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         model = self.model
@@ -80,3 +98,20 @@ def _line_at(path: str, offset: int) -> int | None:
             return f.read(max(offset - 1, 0)).count(b"\n") + 1
     except (OSError, EOFError):
         return None
+
+
+@contextlib.contextmanager
+def stderr_lines() -> Iterator[list[str]]:
+    """Collect what C++ code writes to file descriptor 2 during the block (the list is filled at its end)."""
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            lines += capture.read().decode("utf-8", "replace").splitlines()

@@ -9,7 +9,7 @@ import numpy as np
 
 from rerank.errors import ConfigError
 from rerank.formats.tokens import Pair
-from rerank.models.config import DEFAULT_LABELS
+from rerank.models.config import DEFAULT_LABELS, read_model_config
 
 
 class NeuralTranslationModel:
@@ -29,6 +29,11 @@ class NeuralTranslationModel:
         device: str = "cpu"
 
     needs_source = True
+
+    @staticmethod
+    def label(config: Config) -> str:
+        """``name``, or the label of the model's architecture (read from its config.yaml, without torch)."""
+        return config.name or DEFAULT_LABELS[read_model_config(config.model).architecture]
     dims = 1
 
     def __init__(self, config: Config):

@@ -7,7 +7,8 @@ dataclass (see :mod:`rerank.features`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from rerank.config import from_dict
 from rerank.errors import ConfigError
@@ -25,8 +26,28 @@ FEATURES: dict[str, type[Any]] = {
 }
 
 
-def build_feature(spec: Mapping[str, Any], source: str = "config") -> Feature:
-    """One feature from its config mapping (``kind`` plus the keys of that kind's ``Config``)."""
+@dataclass(frozen=True)
+class FeatureSpec:
+    """A feature read from its config mapping but not built yet (no model loaded): what can be checked
+    before the expensive work starts."""
+
+    cls: type[Any]
+    config: Any
+
+    @property
+    def label(self) -> str:
+        return str(self.cls.label(self.config))
+
+    @property
+    def needs_source(self) -> bool:
+        return bool(self.cls.needs_source)
+
+    def build(self) -> Feature:
+        return cast(Feature, self.cls(self.config))
+
+
+def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:
+    """One feature's config mapping (``kind`` plus the keys of that kind's ``Config``), checked."""
     if not isinstance(spec, Mapping) or "kind" not in spec:
         raise ConfigError(f"{source}: a feature needs a 'kind' (one of {', '.join(FEATURES)}), got {spec!r}")
     kind = spec["kind"]
@@ -39,14 +60,24 @@ def build_feature(spec: Mapping[str, Any], source: str = "config") -> Feature:
             check_label(config.name)
     except ValueError as e:
         raise ConfigError(f"{source}: {kind}: {e}") from None
-    return cls(config)
+    return FeatureSpec(cls, config)
 
 
-def build_features(specs: Sequence[Mapping[str, Any]], source: str = "config") -> list[Feature]:
-    """Features from their config mappings; labels must be distinct."""
-    built = [build_feature(spec, source) for spec in specs]
-    labels = [f.name for f in built]
+def read_specs(specs: Sequence[Mapping[str, Any]], source: str = "config") -> list[FeatureSpec]:
+    """Several features' config mappings, checked; their labels must be distinct."""
+    read = [read_spec(spec, source) for spec in specs]
+    labels = [spec.label for spec in read]
     duplicates = sorted({label for label in labels if labels.count(label) > 1})
     if duplicates:
         raise ConfigError(f"{source}: feature label(s) used twice: {', '.join(duplicates)}")
-    return built
+    return read
+
+
+def build_feature(spec: Mapping[str, Any], source: str = "config") -> Feature:
+    """One feature from its config mapping."""
+    return read_spec(spec, source).build()
+
+
+def build_features(specs: Sequence[Mapping[str, Any]], source: str = "config") -> list[Feature]:
+    """Features from their config mappings, all checked before any is built; labels must be distinct."""
+    return [spec.build() for spec in read_specs(specs, source)]

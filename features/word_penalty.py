@@ -21,6 +21,10 @@ class WordPenalty:
         name: str = "WP1"
 
     needs_source = False
+
+    @staticmethod
+    def label(config: Config) -> str:
+        return config.name
     dims = 1
 
     def __init__(self, config: Config):
@@ -51,6 +55,10 @@ class UnknownWordCount:
                 raise ValueError(f"shortlist must be positive, got {self.shortlist}")
 
     needs_source = False
+
+    @staticmethod
+    def label(config: Config) -> str:
+        return config.name
     dims = 1
 
     def __init__(self, config: Config):

@@ -1,7 +1,8 @@
 """The ``rerank`` command: one entry point, one subcommand per module in :mod:`rerank.commands`.
 
-Each command module has a one-line docstring (its help), ``add_arguments(parser)`` and
-``run(args) -> int``, and imports torch only inside ``run``, so that ``rerank apply`` or
+Each command module has a one-line docstring (its help), ``add_arguments(parser)``,
+``run(args) -> int`` and ``OUTPUTS``, the options that name files it writes (checked before it
+runs), and imports torch only inside ``run``, so that ``rerank apply`` or
 ``rerank tune`` start fast. :func:`main` sets up logging and the SIGTERM handler once, for the
 whole process; a :class:`~rerank.errors.RerankError` becomes one line on stderr and exit status 2.
 """
@@ -29,7 +30,8 @@ from rerank.commands import (
     translate,
     tune,
 )
-from rerank.errors import RerankError
+from rerank.errors import RerankError, plain
+from rerank.formats.files import STDIO, check_writable
 
 COMMANDS: dict[str, ModuleType] = {
     "score-nbest": score_nbest,
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = subparsers.add_parser(name, help=summary, description=module.__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, outputs=getattr(module, "OUTPUTS", ()))
     return parser
 
 
@@ -72,9 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in OUR_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
+        for dest in args.outputs:  # every output is checked before any work starts
+            if getattr(args, dest, None) not in (None, STDIO):
+                check_writable(getattr(args, dest))
         return args.run(args) or 0
     except RerankError as e:
-        print(f"rerank: error: {e}", file=sys.stderr)
+        print(f"rerank: error: {plain(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("rerank: interrupted", file=sys.stderr)

@@ -2,7 +2,9 @@
 
 Defaults live in the dataclasses and nowhere else. :func:`from_dict` walks the fields, so an
 unknown key, a missing required key or a value of the wrong type is reported with its dotted
-path (``model.attention.kind``) and the file it came from.
+path (``model.attention.kind``) and the file it came from. A dataclass checks the ranges of its
+values in ``__post_init__`` with :func:`at_least` and :func:`below` (an :class:`InvalidValue` names
+the key), so a bad value is ``file: training.learning_rate: expected a number above 0, got -1``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,32 @@ import yaml
 from rerank.errors import ConfigError, FormatError
 
 T = TypeVar("T")
+
+
+class InvalidValue(ValueError):
+    """A configuration value out of its range; :func:`from_dict` adds the file and the key's path."""
+
+    def __init__(self, key: str, expected: str, value: object):
+        super().__init__(f"{key}: expected {expected}, got {value!r}")
+        self.key, self.expected, self.value = key, expected, value
+
+
+def at_least(config: object, minimum: float, *keys: str, strictly: bool = False) -> None:
+    """Check that each of ``keys`` of ``config`` is ``>= minimum`` (``> minimum`` when ``strictly``); a
+    ``None`` (an unset optional value) passes."""
+    for key in keys:
+        value = getattr(config, key)
+        if value is not None and not (value > minimum if strictly else value >= minimum):
+            kind = "an integer" if isinstance(value, int) else "a number"
+            raise InvalidValue(key, f"{kind} {'above' if strictly else 'of at least'} {minimum:g}", value)
+
+
+def below(config: object, maximum: float, *keys: str, or_equal: bool = False) -> None:
+    """Check that each of ``keys`` of ``config`` is ``< maximum`` (``<= maximum`` when ``or_equal``)."""
+    for key in keys:
+        value = getattr(config, key)
+        if value is not None and not (value <= maximum if or_equal else value < maximum):
+            raise InvalidValue(key, f"a number {'at most' if or_equal else 'below'} {maximum:g}", value)
 
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
@@ -67,7 +95,10 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
             raise ConfigError(f"{source}: missing required key {path!r}")
     try:
         return cls(**values)
-    except (ValueError, TypeError) as e:  # __post_init__ checks
+    except InvalidValue as e:
+        shown = f"{e.value:g}" if isinstance(e.value, float) else repr(e.value)
+        raise ConfigError(f"{source}: {_dotted(prefix, e.key)}: expected {e.expected}, got {shown}") from None
+    except (ValueError, TypeError) as e:  # other __post_init__ checks
         raise ConfigError(f"{source}: {where}: {e}") from None
 
 
@@ -85,6 +116,30 @@ def to_dict(obj: Any) -> Any:
 def save_config(obj: Any, path: str | os.PathLike[str]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(to_dict(obj), f, sort_keys=False, allow_unicode=True)
+
+
+def describe_keys(cls: type[Any], prefix: str = "") -> list[str]:
+    """Every key of the dataclass ``cls`` as ``dotted.key  default`` lines, nested dataclasses expanded:
+    what a YAML file for it may hold (for ``--help``)."""
+    hints = typing.get_type_hints(cls)
+    lines = []
+    for f in dataclasses.fields(cls):
+        path = _dotted(prefix, f.name)
+        hint = hints[f.name]
+        nested = [a for a in (typing.get_args(hint) or (hint,)) if dataclasses.is_dataclass(a)]
+        if nested:
+            optional = f.default is None
+            lines += [line.replace("(required)", "(required with it)") if optional else line
+                      for line in describe_keys(cast(type[Any], nested[0]), path)]
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = "(default: none)" if f.default is None else f"(default: {f.default!r})"
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f"(default: {f.default_factory()!r})"
+        else:
+            default = "(required)"
+        lines.append(f"{path}  {_describe(hint)}  {default}")
+    return lines
 
 
 def _dotted(prefix: str, name: str) -> str:
@@ -143,4 +198,6 @@ def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
 
 
 def _describe(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return " | ".join(map(str, typing.get_args(hint)))
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")

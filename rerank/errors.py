@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
+_SAID: set[str] = set()
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
 
 class RerankError(Exception):
     """Base class: a problem with the user's input or configuration, not a bug."""
@@ -18,12 +24,38 @@ class FormatError(RerankError):
         where = f"{path}:{lineno}" if lineno is not None else str(path)
         message = f"{where}: expected {expected}"
         if got is not None:
-            message += f", got {shorten(got)!r}"
+            message += f", got {quoted(shorten(got))}"
         super().__init__(message)
 
 
 class ConfigError(RerankError):
     """A configuration value is missing, unknown or of the wrong type."""
+
+
+def quoted(text: str) -> str:
+    """``text`` in single quotes with its control characters shown as escapes (``\\r``, ``\\x1b``) and
+    nothing else escaped: a backslash in the input shows as one backslash."""
+    visible = "".join(repr(c)[1:-1] if (ord(c) < 32 or ord(c) == 127) else c for c in text)
+    return f"'{visible}'"
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal escape sequences (colours, bold), which some libraries put in messages."""
+    return ANSI_ESCAPE.sub("", text)
+
+
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """``1 value``, ``4 values``, ``1 hypothesis``, ``2 hypotheses``."""
+    return f"{number} {noun}" if number == 1 else f"{number:,} {plural or noun + 's'}"
+
+
+def log_once(logger: logging.Logger, level: int, message: str, *args: object) -> None:
+    """Log ``message % args`` the first time this process says it; a repeat (the same warning for every
+    tuning run of a study) is dropped."""
+    text = message % args if args else message
+    if text not in _SAID:
+        _SAID.add(text)
+        logger.log(level, "%s", text)
 
 
 def shorten(text: str, width: int = 80) -> str:

@@ -12,7 +12,8 @@ LOG_INTERVAL = 30.0  # seconds between lines when stderr is not a terminal
 
 
 def progress_bar(unit: str, total: int | None = None, *, enabled: bool = True) -> tqdm[Any]:
-    """A tqdm bar counting ``unit``; disabled, it still counts (for :func:`summary`) but shows nothing."""
+    """A tqdm bar counting ``unit`` (a plural noun); disabled, it still counts (for :func:`summary`) but
+    shows nothing."""
     tty = sys.stderr.isatty()
     interval = 0.5 if tty else LOG_INTERVAL
     return tqdm(total=total, unit=f" {unit}", file=sys.stderr, mininterval=interval, maxinterval=LOG_INTERVAL,
@@ -24,4 +25,5 @@ def summary(bar: tqdm[Any]) -> str:
     bar.close()
     elapsed = bar.format_dict["elapsed"]
     unit = bar.unit.strip()
-    return f"{bar.n:,} {unit} in {tqdm.format_interval(elapsed)}, {bar.n / max(elapsed, 1e-9):,.0f} {unit}/s"
+    count = f"{bar.n:,} {unit}" if bar.n != 1 else f"1 {unit.removesuffix('s')}"
+    return f"{count} in {tqdm.format_interval(elapsed)}, {bar.n / max(elapsed, 1e-9):,.0f} {unit}/s"

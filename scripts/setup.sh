@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Create .venv and install rerank with everything it needs (torch CPU build, kenlm, sacrebleu, ...).
+# Create .venv and install rerank with everything it needs (torch, kenlm, sacrebleu, ...).
 # Safe to run again: it only installs what is missing.
+#
+# torch: on a machine without an NVIDIA GPU, torch's CPU-only build (about 200 MB), from PyTorch's CPU
+# wheel index or from a pip index already configured to serve it; with a GPU (nvidia-smi works), the
+# CUDA build from PyPI. Choose explicitly with RERANK_TORCH=cpu or RERANK_TORCH=cuda.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+TORCH_VERSION=2.13.0
+CPU_INDEX=https://download.pytorch.org/whl/cpu
 
 if ! command -v g++ >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
   # kenlm's Python module is compiled from source; it needs a C++ compiler.
@@ -16,6 +23,20 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-# torch first, pinned: the 2.13.0 CPU build (a plain "torch" would pull several GB of CUDA packages).
-.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
+
+torch_build=${RERANK_TORCH:-}
+if [ -z "$torch_build" ]; then
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then torch_build=cuda; else torch_build=cpu; fi
+fi
+case "$torch_build" in
+  cpu)
+    # The local version "+cpu" exists only as the CPU build: PyPI's CUDA build can never be chosen.
+    .venv/bin/python -c "import torch, sys; sys.exit(torch.version.cuda is not None)" 2>/dev/null ||
+      .venv/bin/python -m pip install -q --retries 2 --extra-index-url "$CPU_INDEX" "torch==${TORCH_VERSION}+cpu" ;;
+  cuda)
+    .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" ;;
+  *)
+    echo "setup: RERANK_TORCH must be cpu or cuda, not '$torch_build'" >&2
+    exit 2 ;;
+esac
 .venv/bin/python -m pip install -q -e ".[test]"

@@ -15,6 +15,9 @@ from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR", help="model directory written by `rerank train`")
     source = parser.add_mutually_exclusive_group(required=True)

@@ -16,6 +16,8 @@ from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output", "nbest_out")  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("nbest", metavar="NBEST", help="Moses n-best list (.gz allowed; - for stdin)")
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     num_sentences = count_lines(args.source) if args.source is not None else args.num_sentences
     rerank_nbest(args.nbest, weights, args.output, nbest_out=args.nbest_out, num_sentences=num_sentences,
                  source_name=display_name(args.source) if args.source else "--num-sentences",
-                 weights_name=" + ".join(dict.fromkeys(origins.values())), missing=args.missing_weight,
+                 weights_name=" + ".join([*map(str, args.weights), *["--weight"] * bool(args.weight)]),
+                 missing=args.missing_weight,
                  known=lambda layout: known_weights(weights, origins, layout.labels, nbest_name))
     return 0

@@ -22,6 +22,8 @@ def bucket_scheme(text: str) -> str:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
+OUTPUTS = ("plot", "json")  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("systems", nargs="+", metavar="HYP", help="translations, one per line: PATH or NAME=PATH")

@@ -13,6 +13,8 @@ import argparse
 
 from rerank.commands.arguments import positive_int
 
+OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("systems", nargs="+", metavar="NAME=NBEST",

@@ -17,6 +17,8 @@ from rerank.commands.arguments import StoreOnce, positive_int
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("nbest", metavar="NBEST", help="Moses n-best list (.gz allowed; - for stdin)")
@@ -79,7 +81,7 @@ def _spec(kind: str, **options: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from rerank.config import load_config
     from rerank.errors import RerankError
-    from rerank.features.registry import build_features
+    from rerank.features.registry import read_specs
     from rerank.formats.files import display_name
     from rerank.formats.nbest import read_nbest
     from rerank.formats.streams import peek
@@ -91,11 +93,18 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("no features to add: give --config or at least one of --lm, --word-penalty, "
                           "--unk-vocab, --unk-corpus")
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
+    specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
+    needy = [spec.label for spec in specs if spec.needs_source]
+    if needy and args.source is None:
+        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
     nbest_name = display_name(args.nbest)
     first, entries = peek(read_nbest(args.nbest))  # a bad first line fails before any model loads
     if first is None:
         logger.warning("%s is empty: nothing to score", nbest_name)
-    features = build_features([*config.features, *flags], source=origin)
+    elif clashes := [spec.label for spec in specs if spec.label in first.layout.labels]:
+        raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
+                          "give the new feature another label")
+    features = [spec.build() for spec in specs]
     with _threads(args.threads):
         score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
                     batch_sentences=args.batch_sentences or config.batch_sentences)

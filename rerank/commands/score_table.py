@@ -23,6 +23,8 @@ from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output", "moses_ini_out")  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="TABLE", help="Moses phrase table, text (.gz allowed; - for stdin)")

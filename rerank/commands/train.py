@@ -1,15 +1,27 @@
-"""Train an RNN encoder-decoder or RNNsearch model from a YAML config (resumes a stopped run)."""
+"""Train an RNN encoder-decoder or RNNsearch model from a YAML config (resumes a stopped run).
+
+The model directory (output_dir, or --output-dir) gets config.yaml, vocab.src.txt, vocab.trg.txt,
+model.pt (the best weights by validation perplexity) and checkpoint.pt; started again, a run
+resumes exactly where it stopped. Every value is checked when the config is read. The config's
+keys, with their defaults (configs/*.yaml are examples; those reading ../shared/data need it;
+data needs either train or phrase_table):
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
+from rerank.commands.arguments import positive_int
+from rerank.config import describe_keys
+from rerank.training.config import TrainConfig
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="training config (see configs/*.yaml)")
     parser.add_argument("--output-dir", help="model directory (overrides output_dir of the config)")
-    parser.add_argument("--threads", type=int, help="CPU threads (overrides training.threads)")
+    parser.add_argument("--threads", type=positive_int, help="CPU threads (overrides training.threads)")
+    parser.epilog = "\n".join(f"  {line}" for line in describe_keys(TrainConfig))
 
 
 def run(args: argparse.Namespace) -> int:

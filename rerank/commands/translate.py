@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output", "alignments", "attention")  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, metavar="DIR", help="model directory written by `rerank train`")

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+OUTPUTS = ("output", "output_ini")  # checked by rerank.cli before the command runs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     inputs = parser.add_mutually_exclusive_group(required=True)
@@ -51,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="YAML", help="tuned weights (YAML)")
     parser.add_argument("--output-ini", metavar="INI",
                         help="the updated copy of --moses-ini (default: OUTPUT with the suffix .moses.ini)")
-    parser.add_argument("--work-dir", default="tune-work", metavar="DIR",
-                        help="where --decoder runs keep their n-best lists and logs (default: tune-work)")
+    parser.add_argument("--work-dir", metavar="DIR",
+                        help="where --decoder runs keep their n-best lists and logs (default: OUTPUT with the "
+                             "suffix .work, beside the weights)")
     parser.add_argument("--features", metavar="LABEL,...",
                         help="tune only these features of the n-best list; the others get weight 0 "
                              "(e.g. to compare feature sets on one scored n-best list)")
@@ -106,14 +109,15 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
-        result = tuning.with_decoder(args.decoder, args.source, args.work_dir)
+        result = tuning.with_decoder(args.decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"))
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         result = tuning.on_nbest(args.nbest, features)
     save_weights(result.weights, args.output)
     if args.moses_ini:
-        write_moses_ini(MosesIni.read(args.moses_ini), result.weights, args.output_ini or _ini_name(args.output))
+        write_moses_ini(MosesIni.read(args.moses_ini), result.weights,
+                        args.output_ini or _with_suffix(args.output, ".moses.ini"))
     print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "
           f"{result.hypotheses} distinct hypotheses): {result.bleu}")
     print(result.signature)
@@ -129,8 +133,9 @@ def print_iterations(iterations: Sequence[Iteration], converged: bool, limit: in
           else f"stopped after {limit} iterations without converging")
 
 
-def _ini_name(output: str) -> str:
-    for suffix in (".yaml", ".yml"):
-        if output.endswith(suffix):
-            return output[: -len(suffix)] + ".moses.ini"
-    return output + ".moses.ini"
+def _with_suffix(output: str, suffix: str) -> str:
+    """``weights.yaml`` -> ``weights`` + ``suffix``."""
+    for known in (".yaml", ".yml"):
+        if output.endswith(known):
+            return output[: -len(known)] + suffix
+    return output + suffix

@@ -49,7 +49,7 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
                     raw = raw[:-1]
                 if raw.endswith(b"\r"):
                     raise FormatError(name, lineno, "Unix line ends (\\n); convert the file with dos2unix",
-                                      got="a line ending in \\r\\n")
+                                      got="a line ending in \r\n")
                 try:
                     line = raw.decode(encoding)
                 except UnicodeDecodeError as e:
@@ -133,12 +133,7 @@ def atomic_binary_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    target = Path(path)
-    directory = target.parent
-    if not directory.is_dir():
-        raise RerankError(f"{path}: cannot write: directory {str(directory)!r} does not exist")
-    if target.is_dir():
-        raise RerankError(f"{path}: cannot write: it is a directory")
+    target = check_writable(path)
     fd, tmp = _create_temporary(target)
     try:
         with os.fdopen(fd, "wb") as raw:
@@ -152,6 +147,18 @@ def atomic_binary_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path if a file can be written there (its directory exists, it is not a directory);
+    commands call it for every output before their expensive work."""
+    target = Path(path)
+    directory = target.parent
+    if not directory.is_dir():
+        raise RerankError(f"{path}: cannot write: directory {str(directory)!r} does not exist")
+    if target.is_dir():
+        raise RerankError(f"{path}: cannot write: it is a directory")
+    return target
 
 
 def _create_temporary(target: Path) -> tuple[int, Path]:

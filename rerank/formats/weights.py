@@ -12,28 +12,37 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import yaml
 
 from rerank.config import load_yaml
-from rerank.errors import ConfigError, RerankError
-from rerank.formats.files import atomic_output
-from rerank.formats.moses_ini import MosesIni, Weights
+from rerank.errors import ConfigError, RerankError, counted
+from rerank.formats.files import atomic_output, read_lines
+from rerank.formats.moses_ini import SECTION, MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
-
-YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def is_moses_ini(path: str | os.PathLike[str]) -> bool:
-    return Path(path).suffix not in YAML_SUFFIXES
+    """Whether ``path`` is a ``moses.ini`` (its first line that is not blank or a comment is a ``[section]``)
+    rather than a YAML weights file, whatever its name."""
+    for _, line in read_lines(path):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            return SECTION.fullmatch(text) is not None
+    return False
 
 
 def load_weights(path: str | os.PathLike[str]) -> Weights:
-    """Weights by label from a YAML weights file or a ``moses.ini`` (any name not ending in .yaml/.yml)."""
+    """Weights by label from a YAML weights file or a ``moses.ini`` (told apart by their content).
+
+    A ``moses.ini`` without any weights is an error: it is not the file the user meant."""
     if is_moses_ini(path):
-        return MosesIni.read(path).weights()
+        from_ini = MosesIni.read(path).weights()
+        if not from_ini:
+            raise ConfigError(f"{path}: a moses.ini without weights: expected a [weight] section "
+                              "(or old [weight-x] sections)")
+        return from_ini
     data = load_yaml(path)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping 'Label: weight' or 'Label: [w1, w2, ...]'")
@@ -103,7 +112,3 @@ def as_weights(vector: np.ndarray, layout: FeatureLayout) -> Weights:
     """The inverse of :func:`weight_vector`."""
     return {label: tuple(float(v) for v in vector[span]) for label, span in layout.offsets().items()}
 
-
-def counted(number: int, noun: str) -> str:
-    """``1 value``, ``4 values``."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"

@@ -23,16 +23,15 @@ from typing import Any
 
 import torch
 
-from rerank.config import from_dict, load_yaml, save_config
+from rerank.config import save_config
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output
 from rerank.models.architectures import build_model
-from rerank.models.config import ModelConfig
+from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary
 
-CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = (
-    "config.yaml", "vocab.src.txt", "vocab.trg.txt", "model.pt", "checkpoint.pt")
+SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = ("vocab.src.txt", "vocab.trg.txt", "model.pt", "checkpoint.pt")
 
 
 @dataclass
@@ -84,16 +83,6 @@ def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str
                                                 ("wrong shape", wrong)) if names)
         raise RerankError(f"{path}: the weights do not fit the model in {CONFIG} ({details})")
     model.load_state_dict(weights)
-
-
-def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:
-    path = Path(directory) / CONFIG
-    if not path.is_file():
-        raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
-    data = load_yaml(path)
-    if not isinstance(data, dict) or "model" not in data:
-        raise RerankError(f"{path}: expected a 'model:' section")
-    return from_dict(ModelConfig, data["model"], str(path), prefix="model")
 
 
 def load_model(directory: str | os.PathLike[str], device: str | torch.device = "cpu",

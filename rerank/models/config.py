@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
+from rerank.config import at_least, below, from_dict, load_yaml
+from rerank.errors import RerankError
+
+CONFIG = "config.yaml"  # in a model directory: the training config, whose model section is the ModelConfig
 DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}  # the n-best label of each architecture's ln p
 
 AttentionScore = Literal["additive", "dot", "general", "location"]
@@ -29,8 +35,7 @@ class AttentionConfig:
     max_source_length: int = 100  # the location score has one output per source position
 
     def __post_init__(self) -> None:
-        if self.width < 1:
-            raise ValueError(f"attention.width must be at least 1, got {self.width}")
+        at_least(self, 1, "width", "hidden_size", "max_source_length")
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,10 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.input_feeding and (self.architecture != "rnnsearch" or self.decoder != "luong"):
             raise ValueError("input_feeding needs architecture: rnnsearch with decoder: luong")
-        if self.embedding_rank is not None and self.embedding_rank < 1:
-            raise ValueError(f"embedding_rank must be positive, got {self.embedding_rank}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        at_least(self, 1, "embedding_size", "embedding_rank", "hidden_size", "encoder_hidden_size", "maxout_size",
+                 "maxout_pool")
+        at_least(self, 0, "dropout")
+        below(self, 1, "dropout")
         if self.architecture == "rnnsearch" and self.attention.score == "dot" \
                 and self.annotation_size != self.hidden_size:
             raise ValueError(f"the dot score compares decoder states ({self.hidden_size}) with annotations "
@@ -75,3 +80,13 @@ class ModelConfig:
     def annotation_size(self) -> int:
         """Size of what the decoder attends to: h_j = [→h_j; ←h_j] for RNNsearch, c for the encoder-decoder."""
         return 2 * self.encoder_size if self.architecture == "rnnsearch" else self.hidden_size
+
+
+def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:
+    path = Path(directory) / CONFIG
+    if not path.is_file():
+        raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
+    data = load_yaml(path)
+    if not isinstance(data, dict) or "model" not in data:
+        raise RerankError(f"{path}: expected a 'model:' section")
+    return from_dict(ModelConfig, data["model"], str(path), prefix="model")

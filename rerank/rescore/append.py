@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import RerankError
+from rerank.errors import RerankError, counted
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
 from rerank.formats.streams import chunks
@@ -105,7 +105,7 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
             yield entry.with_features(values, layout)
         progress.update(len(chunk))
         hypotheses += len(flat)
-    logger.info("scored %s (%d hypotheses)", summary(progress), hypotheses)
+    logger.info("scored %s (%s)", summary(progress), counted(hypotheses, "hypothesis", "hypotheses"))
 
 
 def _with_source(chunk: list[NBestGroup], source: SourceText | None, nbest_name: str

@@ -5,7 +5,7 @@ batch scorer. The kinds of features live in the top-level ``features`` folder (i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -25,5 +25,8 @@ class Feature(Protocol):
     name: str
     dims: int
     needs_source: bool
+
+    @staticmethod
+    def label(config: Any) -> str: ...  # the ``name`` an instance built from ``config`` will have
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray: ...  # (len(pairs), dims) float64

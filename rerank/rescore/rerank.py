@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from rerank.errors import counted
 from rerank.formats.files import atomic_output, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, read_nbest
 from rerank.formats.streams import peek
@@ -37,6 +38,9 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
     if first is not None:
         chosen = known(first.layout) if known is not None else weights
         vector = weight_vector(chosen, first.layout, source=weights_name, missing=missing)
+        if not vector.any():
+            logger.warning("%s: every weight of the features of %s is 0: each sentence keeps its first hypothesis",
+                           weights_name, nbest_name)
     sentences = all_sentences(group_by_sentence(entries), num_sentences=num_sentences, nbest_name=nbest_name,
                               source_name=source_name)
     empty = sparse = 0
@@ -56,10 +60,11 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
             out.write(ranked[0].hypothesis + "\n")
             resorted.writelines(entry.line() + "\n" for entry in ranked)
     if empty:
-        logger.warning("%d sentence(s) have no hypotheses in %s: wrote an empty line for each", empty, nbest_name)
+        logger.warning("%s no hypotheses in %s: wrote an empty line for each",
+                       counted(empty, "sentence has", "sentences have"), nbest_name)
     if sparse:
-        logger.warning("%d sentence(s) have sparse features in %s; only dense features are scored",
-                       sparse, nbest_name)
+        logger.warning("%s sparse features in %s; only dense features are scored",
+                       counted(sparse, "sentence has", "sentences have"), nbest_name)
 
 
 def all_sentences(sentences: Iterable[NBestGroup], *, num_sentences: int | None, nbest_name: str,

@@ -16,7 +16,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, RerankError, counted
 from rerank.formats.files import STDIO, count_lines, display_name
 from rerank.formats.moses_ini import MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry, write_phrase_table
@@ -33,14 +33,14 @@ def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table:
     total = count_lines(table, encoding) if str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
 
-    def counted(windows: Iterator[list[PhraseEntry]]) -> Iterator[list[PhraseEntry]]:
+    def shown(windows: Iterator[list[PhraseEntry]]) -> Iterator[list[PhraseEntry]]:
         for window in windows:
             progress.update(len(window))
             yield window
 
-    write_phrase_table(itertools.chain.from_iterable(counted(appender.scored(entries))), output, encoding)
-    logger.info("%s: %s; %d value(s) floored at exp(%g)", display_name(output), summary(progress),
-                appender.floored, MOSES_LOWEST_LOG)
+    write_phrase_table(itertools.chain.from_iterable(shown(appender.scored(entries))), output, encoding)
+    logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
+                counted(appender.floored, "value"), MOSES_LOWEST_LOG)
 
 
 def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.PathLike[str], table_name: str,

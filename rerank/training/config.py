@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rerank.config import from_dict, load_yaml
+from rerank.config import at_least, below, from_dict, load_yaml
 from rerank.models.config import ModelConfig
 
 
@@ -30,6 +30,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         if (self.train is None) == (self.phrase_table is None):
             raise ValueError("give exactly one of 'train' (source and target files) or 'phrase_table'")
+        at_least(self, 1, "src_vocab_size", "trg_vocab_size", "max_length")
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,12 @@ class TrainingConfig:
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "bucket_window", "max_epochs", "valid_every", "log_every", "patience"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"training.{name} must be at least 1")
+        at_least(self, 1, "batch_size", "bucket_window", "max_epochs", "max_updates", "valid_every", "log_every",
+                 "patience", "threads")
+        at_least(self, 0, "learning_rate", "adadelta_eps", "clip_norm", "lr_decay", "max_minutes", strictly=True)
+        at_least(self, 0, "adadelta_rho", strictly=True)
+        below(self, 1, "adadelta_rho")
+        below(self, 1, "lr_decay", or_equal=True)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
     CHECKPOINT,
-    CONFIG,
     SRC_VOCAB,
     TRG_VOCAB,
     WEIGHTS,
@@ -26,6 +25,7 @@ from rerank.models.checkpoint import (
     load_state,
     save_state,
 )
+from rerank.models.config import CONFIG
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq, token_log_probs
 from rerank.models.vocab import Vocabulary
@@ -69,7 +69,7 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         config_path = self.out / CONFIG
         current = to_dict(self.config)
-        if config_path.exists():
+        if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match
             saved = load_yaml(config_path) or {}
             for section in ("model", "data"):
                 if saved.get(section) != current[section]:
@@ -91,7 +91,7 @@ class Trainer:
                     data.max_length)
         if not len(kept):
             raise ConfigError("no training pairs left after the length filter")
-        if (self.out / SRC_VOCAB).exists():
+        if (self.out / CHECKPOINT).exists():  # resuming: the run's own vocabularies
             self.src_vocab = Vocabulary.load(self.out / SRC_VOCAB)
             self.trg_vocab = Vocabulary.load(self.out / TRG_VOCAB)
         else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, RerankError, log_once
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, read_nbest
 from rerank.formats.weights import weight_vector
@@ -197,10 +197,10 @@ def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayou
         raise FormatError(str(path), lineno, f"weights for features of the n-best list ({', '.join(layout.labels)})",
                           got=", ".join(unknown))
     if unknown:
-        logger.info("%s: not in the n-best list, not tuned: %s", path, ", ".join(unknown))
+        log_once(logger, logging.INFO, "%s: not in the n-best list, not tuned: %s", path, ", ".join(unknown))
     missing = [label for label in layout.labels if label not in weights]
     if missing:
-        logger.warning("%s: no weight for %s; starting from 0", path, ", ".join(missing))
+        log_once(logger, logging.WARNING, "%s: no weight for %s; starting from 0", path, ", ".join(missing))
     return weight_vector(weights, layout, source=str(path), ignore_unknown=True, missing=0.0)
 
 

@@ -4,7 +4,7 @@ Each iteration runs the decoder on the tuning source with the current weights, m
 n-best list with those of all earlier iterations, and optimises the weights on them. It stops
 when no weight moves by ``min_change`` or after ``max_iterations`` decoder runs. Everything an
 iteration makes stays in the work directory: ``runN.weights.yaml``, ``runN.bestK.out.gz`` (the
-n-best list), ``runN.out`` (the decoder's standard output when the n-best list goes to a file)
+n-best list), ``runN.out`` (the decoder's stdout when the n-best list goes to a file)
 and ``runN.decoder.log`` (its standard error).
 
 The decoder is a shell command template with placeholders:
@@ -16,14 +16,14 @@ The decoder is a shell command template with placeholders:
     a YAML weights file (``runN.weights.yaml``);
 ``{nbest}``
     the file the decoder should write its n-best list to; without it, the n-best list is read
-    from the decoder's standard output;
+    from the decoder's stdout;
 ``{nbest_size}``
     the n-best list size of the configuration;
 ``{source}``
-    the tuning source; without it, the source is given on the decoder's standard input.
+    the tuning source; without it, the source is given on the decoder's stdin.
 
 For Moses: ``moses -f moses.ini -n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}``
-(or ``-n-best-list - ...`` to have the n-best list on standard output).
+(or ``-n-best-list - ...`` to have the n-best list on stdout).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.
                 config.optimizer.upper(), data.num_sentences, int(data.counts.sum()), start_bleu)
     if config.optimizer == "mert":
         def report(run: int, result: MertRun) -> None:
-            logger.info("MERT run %d/%d: BLEU %.2f after %d iterations (%s start)", run + 1, config.mert.restarts,
+            logger.debug("MERT run %d/%d: BLEU %.2f after %d iterations (%s start)", run + 1, config.mert.restarts,
                         result.bleu, result.iterations, "initial" if run == 0 else "random")
         bounds = mert_bounds(data.layout, config.mert)
         return mert(data, initial, config.mert, bounds, rng, report).weights
@@ -37,7 +37,7 @@ def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.
         return trained.weights
     if config.optimizer == "mira":
         result = mira(data, initial, config.mira, rng,
-                      lambda epoch, bleu: logger.info("MIRA epoch %d/%d: BLEU %.2f", epoch, config.mira.epochs, bleu))
+                      lambda epoch, bleu: logger.debug("MIRA epoch %d/%d: BLEU %.2f", epoch, config.mira.epochs, bleu))
         logger.info("MIRA: the weights of epoch %d win", result.epoch)
         return result.weights
     raise ConfigError(f"unknown optimizer {config.optimizer!r}")
