@@ -49,13 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init", metavar="FILE",
                         help="starting weights: YAML weights file or moses.ini (default: --moses-ini if given, "
                              "else 0 for every feature, which keeps each sentence's first hypothesis)")
-    parser.add_argument("--moses-ini", metavar="INI", help="moses.ini to copy with the tuned [weight] section")
+    parser.add_argument("--moses-ini", metavar="INI",
+                        help="moses.ini to copy with the tuned [weight] section, ready to decode with (default: "
+                             "--init when it is a moses.ini)")
     parser.add_argument("-o", "--output", required=True, metavar="YAML", help="tuned weights (YAML)")
     parser.add_argument("--output-ini", metavar="INI",
-                        help="the updated copy of --moses-ini (default: OUTPUT with the suffix .moses.ini)")
+                        help="the updated copy of the moses.ini (default: OUTPUT with the suffix .moses.ini)")
     parser.add_argument("--work-dir", metavar="DIR",
                         help="where --decoder runs keep their n-best lists and logs (default: OUTPUT with the "
-                             "suffix .work, beside the weights)")
+                             "suffix .work, beside the weights); a stopped run resumes from it")
     parser.add_argument("--features", metavar="LABEL,...",
                         help="tune only these features of the n-best list; the others get weight 0 "
                              "(e.g. to compare feature sets on one scored n-best list)")
@@ -64,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="overrides seed")
     parser.add_argument("--restarts", type=positive_int, help="overrides mert.restarts")
     parser.add_argument("--random-directions", type=int, metavar="N", help="overrides mert.random_directions")
+    parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
+                        help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
+                             "mert-moses.pl's --range); sets mert.feature_bounds")
+    parser.add_argument("--decoder-flags", metavar="FLAGS", default="",
+                        help="extra flags appended to every --decoder command (mert-moses.pl's --decoder-flags), "
+                             "e.g. \"-threads 2\"")
     parser.add_argument("--iterations", type=positive_int, metavar="N", help="overrides loop.max_iterations")
     parser.add_argument("--nbest-size", type=positive_int, metavar="N", help="overrides loop.nbest_size")
     parser.add_argument("--tokenize", metavar="TOK", help="overrides bleu.tokenize (a sacrebleu tokenizer)")
@@ -85,7 +93,8 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
     try:
         return replace(
             config, **given(optimizer=args.optimizer, seed=args.seed),
-            mert=replace(config.mert, **given(restarts=args.restarts, random_directions=args.random_directions)),
+            mert=replace(config.mert, **given(restarts=args.restarts, random_directions=args.random_directions),
+                         feature_bounds={**config.mert.feature_bounds, **dict(args.range)}),
             loop=replace(config.loop, **given(max_iterations=args.iterations, nbest_size=args.nbest_size)),
             bleu=replace(config.bleu, **given(tokenize=args.tokenize, lowercase=args.lowercase)))
     except ValueError as e:
@@ -96,7 +105,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.moses_ini import MosesIni
-    from rerank.formats.weights import save_weights
+    from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
     from rerank.tune.tuning import Tuning, write_moses_ini
 
@@ -109,15 +118,16 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
-        result = tuning.with_decoder(args.decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"))
+        decoder = f"{args.decoder} {args.decoder_flags}".strip()
+        result = tuning.with_decoder(decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"))
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         result = tuning.on_nbest(args.nbest, features)
     save_weights(result.weights, args.output)
-    if args.moses_ini:
-        write_moses_ini(MosesIni.read(args.moses_ini), result.weights,
-                        args.output_ini or _with_suffix(args.output, ".moses.ini"))
+    ini = args.moses_ini or (args.init if args.init and is_moses_ini(args.init) else None)
+    if ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy of the starting one
+        write_moses_ini(MosesIni.read(ini), result.weights, args.output_ini or _with_suffix(args.output, ".moses.ini"))
     print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "
           f"{result.hypotheses} distinct hypotheses): {result.bleu}")
     print(result.signature)
@@ -131,6 +141,21 @@ def print_iterations(iterations: Sequence[Iteration], converged: bool, limit: in
         print(f"{it.number:9d}  {it.decoder_bleu:12.2f}  {it.tuned_bleu:10.2f}  {it.hypotheses:10d}  {it.change:10.3g}")
     print("converged: no weight moved by more than the threshold" if converged
           else f"stopped after {limit} iterations without converging")
+
+
+def feature_range(text: str) -> tuple[str, tuple[float, float]]:
+    """An argparse type for ``--range LABEL:LOW..HIGH``."""
+    label, _, bounds = text.partition(":")
+    low, sep, high = bounds.partition("..")
+    try:
+        if not label or not sep:
+            raise ValueError
+        pair = (float(low), float(high))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LABEL:LOW..HIGH, e.g. LM0:-1..1, got {text!r}") from None
+    if pair[0] > pair[1]:
+        raise argparse.ArgumentTypeError(f"{text}: the low end is above the high end")
+    return label, pair
 
 
 def _with_suffix(output: str, suffix: str) -> str:

@@ -4,8 +4,10 @@ Each iteration runs the decoder on the tuning source with the current weights, m
 n-best list with those of all earlier iterations, and optimises the weights on them. It stops
 when no weight moves by ``min_change`` or after ``max_iterations`` decoder runs. Everything an
 iteration makes stays in the work directory: ``runN.weights.yaml``, ``runN.bestK.out.gz`` (the
-n-best list), ``runN.out`` (the decoder's stdout when the n-best list goes to a file)
-and ``runN.decoder.log`` (its standard error).
+n-best list), ``runN.out`` (the decoder's stdout when the n-best list goes to a file),
+``runN.decoder.log`` (its stderr) and ``runN.tuned.yaml`` (what the optimisation found, written
+last); ``loop.yaml`` says which loop it is. Run again on the same work directory, a stopped loop
+resumes after its last finished iteration, as ``mert-moses.pl --continue`` does.
 
 The decoder is a shell command template with placeholders:
 
@@ -39,12 +41,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
+from rerank.config import load_yaml
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, read_lines
 from rerank.formats.moses_ini import format_weight
 from rerank.formats.nbest import FeatureLayout
-from rerank.formats.weights import as_weights, save_weights
+from rerank.formats.weights import as_weights, save_weights, weight_vector
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
@@ -53,6 +57,7 @@ from rerank.tune.stats import log_bleu
 
 logger = logging.getLogger(__name__)
 
+LOOP_FILE = "loop.yaml"  # in the work directory: which loop it holds
 PLACEHOLDERS = ("weights_overwrite", "weights_file", "nbest", "nbest_size", "source")
 _PLACEHOLDER = re.compile(r"(['\"]?)\{([a-z_]+)\}(\1)")
 Weights = Mapping[str, Sequence[float]]
@@ -131,37 +136,97 @@ class TuningLoop:
 
     def run(self, initial: Weights, align: Callable[[FeatureLayout], np.ndarray]) -> LoopResult:
         """Tune from ``initial``, the weights of the first decoder run; ``align`` gives them as a
-        vector for the features of its n-best list."""
+        vector for the features of its n-best list.
+
+        A work directory that holds finished iterations of the same loop (same decoder command,
+        source and settings) is resumed: their n-best lists rejoin the pool and the loop goes on
+        after the last of them, as an uninterrupted run would (each iteration's random choices come
+        from the seed and its number).
+        """
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._claim_work_dir()
         loop = self.config.loop
         decoder_weights: Weights = dict(initial)
         current: np.ndarray | None = None
         history: list[Iteration] = []
         for number in range(1, loop.max_iterations + 1):
-            nbest = self._decode(number, decoder_weights)
+            resumed = self._finished(number)
+            decoded = self._nbest(number).exists()  # by an earlier run, which may have stopped before optimising
+            nbest = self._nbest(number) if decoded else self._decode(number, decoder_weights)
             first = self.pool.add(nbest)
-            self._compress(nbest)
+            if not decoded:
+                self._compress(nbest)
             data = self.pool.data()
             if current is None:
                 current = l1_normalised(align(data.layout))
-            chosen = data.stats[np.arange(data.num_sentences), first].sum(axis=0)
-            decoder_bleu = 100.0 * math.exp(log_bleu(chosen))
-            rng = np.random.default_rng([self.config.seed, number])
-            tuned = optimise(data, current, self.config, rng)
-            change = float(np.abs(tuned - current).max())
-            record = Iteration(number, decoder_bleu, corpus_bleu(data, tuned), self.pool.size, change, tuned)
+            if resumed is not None:
+                record = resumed(data.layout)
+                logger.info("iteration %d: done already (decoder 1-best BLEU %.2f, tuned BLEU %.2f)", number,
+                            record.decoder_bleu, record.tuned_bleu)
+            else:
+                chosen = data.stats[np.arange(data.num_sentences), first].sum(axis=0)
+                decoder_bleu = 100.0 * math.exp(log_bleu(chosen))
+                rng = np.random.default_rng([self.config.seed, number])
+                tuned = optimise(data, current, self.config, rng)
+                change = float(np.abs(tuned - current).max())
+                record = Iteration(number, decoder_bleu, corpus_bleu(data, tuned), self.pool.size, change, tuned)
+                self._save(record, data.layout)
+                logger.info("iteration %d: decoder 1-best BLEU %.2f; tuned BLEU %.2f on the %d distinct hypotheses "
+                            "of runs 1-%d; largest weight change %.2g", number, decoder_bleu, record.tuned_bleu,
+                            record.hypotheses, number, change)
             history.append(record)
-            logger.info("iteration %d: decoder 1-best BLEU %.2f; tuned BLEU %.2f on the %d distinct hypotheses of "
-                        "runs 1-%d; largest weight change %.2g", number, decoder_bleu, record.tuned_bleu,
-                        record.hypotheses, number, change)
-            current = tuned
-            if change < loop.min_change:
+            current = record.weights
+            if record.change < loop.min_change:
                 logger.info("no weight moved by %g or more: stopping", loop.min_change)
                 return LoopResult(current, data.layout, tuple(history), True)
             decoder_weights = as_weights(current, data.layout)
         logger.info("stopping after %d iterations", loop.max_iterations)
         assert current is not None and self.pool.layout is not None  # at least one iteration ran
         return LoopResult(current, self.pool.layout, tuple(history), False)
+
+    def _claim_work_dir(self) -> None:
+        """Write what this loop is (``loop.yaml``), or check that the work directory holds the same loop."""
+        identity = {"decoder": self.command.template, "source": str(self.source.resolve()),
+                    "nbest_size": self.config.loop.nbest_size, "optimizer": self.config.optimizer,
+                    "seed": self.config.seed}
+        path = self.work_dir / LOOP_FILE
+        if path.exists():
+            saved = load_yaml(path)
+            if saved != identity:
+                changed = [key for key in identity if not isinstance(saved, dict) or saved.get(key) != identity[key]]
+                raise RerankError(f"{self.work_dir} holds a tuning run with another {', '.join(changed)} ({path}): "
+                                  "give another --work-dir, or delete it to start afresh")
+        else:
+            with atomic_output(path) as out:
+                yaml.safe_dump(identity, out, sort_keys=False, allow_unicode=True)
+
+    def _nbest(self, number: int) -> Path:
+        return self.work_dir / f"run{number}.best{self.config.loop.nbest_size}.out.gz"
+
+    def _record(self, number: int) -> Path:
+        return self.work_dir / f"run{number}.tuned.yaml"
+
+    def _finished(self, number: int) -> Callable[[FeatureLayout], Iteration] | None:
+        """Iteration ``number`` read back from the work directory (given the pool's layout), or None if it
+        did not finish."""
+        record, nbest = self._record(number), self._nbest(number)
+        if not (record.exists() and nbest.exists()):
+            return None
+        saved = load_yaml(record)
+
+        def read(layout: FeatureLayout) -> Iteration:
+            weights = weight_vector({k: tuple(v) for k, v in saved["weights"].items()}, layout, source=str(record))
+            return Iteration(number, saved["decoder_bleu"], saved["tuned_bleu"], saved["hypotheses"],
+                             saved["change"], weights)
+        return read
+
+    def _save(self, record: Iteration, layout: FeatureLayout) -> None:
+        """``runN.tuned.yaml``: what iteration N found, written last, so that it marks the iteration as done."""
+        data = {"decoder_bleu": record.decoder_bleu, "tuned_bleu": record.tuned_bleu,
+                "hypotheses": record.hypotheses, "change": record.change,
+                "weights": {label: list(values) for label, values in as_weights(record.weights, layout).items()}}
+        with atomic_output(self._record(record.number)) as out:
+            yaml.safe_dump(data, out, sort_keys=False)
 
     def _decode(self, number: int, weights: Weights) -> Path:
         """Run the decoder; returns its (uncompressed) n-best list."""
