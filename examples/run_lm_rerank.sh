@@ -2,12 +2,19 @@
 # Rerank Moses' n-best lists of the sample with an n-gram LM, the word penalty and the UNK penalty:
 # score the n-best lists, pick the 1-best with weights, and evaluate it against Moses' own 1-best.
 #
-#   bash examples/run_lm_rerank.sh [OUT_DIR]                        # from the repository root
+#   bash examples/run_lm_rerank.sh [OUT_DIR]                        # default OUT_DIR: runs/lm-rerank
 #   WEIGHTS=tuned.yaml bash examples/run_lm_rerank.sh               # also apply weights for LM1 WP1 UNK1
 #
-# Without WEIGHTS, the new features are weighted 0 next to Moses' tuned weights, which must give
-# Moses' 1-best back exactly; the script checks that.
+# It runs from the repository root (OUT_DIR and WEIGHTS are relative to it) with the rerank of
+# scripts/setup.sh's .venv, or the one on PATH: no virtualenv needs activating. Without WEIGHTS, the
+# new features are weighted 0 next to Moses' tuned weights, which must give Moses' 1-best back
+# exactly; the script checks that.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rerank() {
+  if [[ -x .venv/bin/rerank ]]; then .venv/bin/rerank "$@"; else command rerank "$@"; fi
+}
 
 data=examples/data
 out=${1:-runs/lm-rerank}

@@ -65,7 +65,7 @@ class MosesSystem:
 @dataclass(frozen=True)
 class ExperimentConfig:
     output_dir: str
-    encdec: str  # training configs (rerank train --config)
+    encdec: str  # a training config (rerank train --config), or a trained model directory to use as it is
     rnnsearch: str
     moses: MosesSystem
     dev: Split
@@ -180,6 +180,10 @@ class Experiment:
 
         models = {}
         for name, config in (("encdec", self.config.encdec), ("rnnsearch", self.config.rnnsearch)):
+            if Path(config).is_dir():
+                logger.info("%s: the trained model in %s", name, config)
+                models[name] = Path(config)
+                continue
             directory = self.out / "models" / name
             train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
             self.step(["train", "--config", config, "--output-dir", directory], [],
@@ -423,10 +427,13 @@ class Experiment:
         for name, directory in models.items():
             loaded = load_model(directory)
             parameters = sum(p.numel() for p in loaded.model.parameters())
-            progress = load_state(directory / CHECKPOINT)["progress"]
-            lines.append(f"- {name}: {parameters / 1e6:.1f}M parameters, vocabularies {len(loaded.src_vocab)}/"
-                         f"{len(loaded.trg_vocab)}, {progress['updates']} updates in "
-                         f"{progress['seconds'] / 60:.0f} min, best validation perplexity {progress['best_ppl']:.2f}")
+            line = (f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, vocabularies "
+                    f"{len(loaded.src_vocab)}/{len(loaded.trg_vocab)}")
+            if (directory / CHECKPOINT).exists():  # trained by this study
+                progress = load_state(directory / CHECKPOINT)["progress"]
+                line += (f", {progress['updates']} updates in {progress['seconds'] / 60:.0f} min, best validation "
+                         f"perplexity {progress['best_ppl']:.2f}")
+            lines.append(line)
         return lines
 
 
