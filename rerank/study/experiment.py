@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from rerank.config import from_dict, load_yaml
+from rerank.config import at_least, from_dict, load_yaml
 from rerank.errors import RerankError
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 from rerank.formats.nbest import write_nbest
@@ -79,6 +79,7 @@ class ExperimentConfig:
     unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table
     tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
     buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
+    threads: int | None = None  # torch's CPU threads for scoring and decoding (training: its config's); default all
 
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
@@ -86,6 +87,7 @@ class ExperimentConfig:
         unknown = set(self.optimizers) - {"mert", "pro", "mira"}
         if unknown:
             raise ValueError(f"unknown optimizers: {', '.join(sorted(unknown))}")
+        at_least(self, 1, "restarts", "beam", "nbest", "threads")
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,12 @@ class Experiment:
     # -- the study -------------------------------------------------------------------------------
 
     def run(self) -> Path:
+        from rerank.models.device import torch_threads
+
+        with torch_threads(self.config.threads):
+            return self._run()
+
+    def _run(self) -> Path:
         c = self.config
         models = self.train()
         self.score_phrase_table(models["encdec"])
