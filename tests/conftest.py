@@ -1,4 +1,4 @@
-"""Shared fixtures: the real data next to the repository, small slices of it, and file helpers."""
+"""Shared fixtures: the real data next to the repository and small slices of it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from helpers import head
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TEST_DATA = Path(__file__).resolve().parent / "data"
@@ -53,20 +54,3 @@ def multi30k_slice(multi30k_moses: Path, shared_data: Path,
              "reference": head(tok / "test_2016_flickr.lc.norm.tok.fr", sentences, directory / "test.fr"),
              "onebest": head(multi30k_moses / "nbest" / "test_2016_flickr.1best", sentences, directory / "test.1best")}
     return files
-
-
-def head(path: Path, lines: int, out: Path) -> Path:
-    """Copy the first ``lines`` lines of ``path`` to ``out``."""
-    with open(path, "rb") as f:
-        out.write_bytes(b"".join(itertools.islice(f, lines)))
-    return out
-
-
-def content(path: Path) -> bytes:
-    """A file's bytes, gunzipped when it ends in .gz."""
-    return gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-
-
-def leftovers(directory: Path) -> list[str]:
-    """Temporary files an atomic write would leave behind in ``directory``."""
-    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import content, leftovers
+from helpers import content, leftovers
 from sacrebleu.metrics import BLEU
 
 from rerank.cli import main

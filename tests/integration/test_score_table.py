@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import content, leftovers
+from helpers import content, leftovers
 from tiny_models import (
     save_model_dir,
     single_thread,  # noqa: F401 (an autouse fixture)

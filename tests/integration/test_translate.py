@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import leftovers
+from helpers import leftovers
 from tiny_models import (
     save_model_dir,
     single_thread,  # noqa: F401 (an autouse fixture)

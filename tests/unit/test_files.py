@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import content, leftovers
+from helpers import content, leftovers
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_binary_output, atomic_output, count_lines, read_lines, read_text

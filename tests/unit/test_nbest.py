@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from conftest import content
+from helpers import content
 
 from rerank.errors import FormatError
 from rerank.formats.nbest import FeatureLayout, check_label, format_value, group_by_sentence, read_nbest, write_nbest

@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from conftest import content
+from helpers import content
 
 from rerank.errors import FormatError
 from rerank.formats.phrase_table import read_phrase_table, write_phrase_table
