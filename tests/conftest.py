@@ -1,16 +1,29 @@
-"""Shared fixtures: the real data next to the repository and small slices of it."""
+"""Shared fixtures: the real data next to the repository, small slices of it, and one torch thread for
+every test."""
 
 from __future__ import annotations
 
 import gzip
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import head
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 TEST_DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_thread() -> Iterator[None]:
+    """Torch runs on one thread in every test (tiny tensors only lose time to thread hand-offs on a busy
+    machine); the previous count comes back after the session."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,9 @@ different lengths and its scores are peaked, as a trained model's are.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import pytest
 import torch
 import yaml
 
@@ -84,17 +82,6 @@ def teach(model: Seq2Seq, batches: Iterable[tuple[list[list[int]], list[list[int
     return model.to(torch.float64).eval()
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread: tiny tensors only lose time to thread hand-offs on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def output_layer(model: Seq2Seq) -> torch.nn.Linear:
     """The layer that gives the logits: W_o of the deep output, or Luong's W_s."""
     layer = getattr(model, "deep_output", None) or model.output
@@ -116,10 +103,3 @@ def save_model_dir(directory: Path, model: Seq2Seq, src_vocab: Vocabulary, trg_v
     trg_vocab.save(directory / TRG_VOCAB)
     save_state({"model": model.float().state_dict()}, directory / WEIGHTS)
     return directory
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    """Every test of a module that imports this fixture runs on one thread (see :func:`one_thread`)."""
-    with one_thread():
-        yield

@@ -21,12 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_models import (
-    save_model_dir,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.models.vocab import Vocabulary

@@ -12,12 +12,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import content, leftovers
-from tiny_models import (
-    save_model_dir,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.formats.phrase_table import read_phrase_table

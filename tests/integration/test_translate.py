@@ -13,13 +13,7 @@ import pytest
 import torch
 import yaml
 from helpers import leftovers
-from tiny_models import (
-    save_model_dir,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    teach,
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import save_model_dir, teach, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.formats.files import read_text

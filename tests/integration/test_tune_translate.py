@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from tiny_models import one_thread, save_model_dir, teach, tiny_config, tiny_model
+from tiny_models import save_model_dir, teach, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.formats.nbest import read_nbest
@@ -34,9 +34,8 @@ def tuning_set(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> d
         sentences[side] = [line.split() for line in lines]
     src_vocab, trg_vocab = (Vocabulary.build(sentences[side], 1000) for side in ("source", "reference"))
     pairs = ([src_vocab.encode(s) for s in sentences["source"]], [trg_vocab.encode(s) for s in sentences["reference"]])
-    with one_thread():
-        model = teach(tiny_model(tiny_config(), len(src_vocab), len(trg_vocab), dtype=torch.float32, biases={}),
-                      [pairs] * 35)
+    model = teach(tiny_model(tiny_config(), len(src_vocab), len(trg_vocab), dtype=torch.float32, biases={}),
+                  [pairs] * 35)
     files["model"] = save_model_dir(directory / "rnnsearch", model, src_vocab, trg_vocab)
     files["init"] = directory / "init.yaml"
     files["init"].write_text("RNNsearch0: 1\nWP0: 0\n")

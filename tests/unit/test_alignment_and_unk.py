@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from tiny_models import one_thread, tiny_config, tiny_model
+from tiny_models import tiny_config, tiny_model
 
 from rerank.errors import FormatError
 from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
@@ -96,11 +96,10 @@ def test_translate_returns_input_order_across_batches_and_windows() -> None:
     sentences = [s.split() for s in sentences] + [[]]
     vocab = Vocabulary(["<pad>", "<unk>", "<s>", "</s>", *[f"w{i}" for i in range(7)]])
     config = SearchConfig(beam_size=3, nbest=2)
-    with one_thread():
-        model = tiny_model(tiny_config(), src_vocab=len(vocab))
-        results = list(translate(model, vocab, sentences, config, batch_size=4, sort_window=2))  # 3 windows
-        for ids, hypotheses in zip(to_ids(sentences, vocab), results, strict=True):
-            src, src_len = pad([ids])
-            [alone] = beam_search(model, src, src_len, config)
-            assert [h.tokens for h in hypotheses] == [h.tokens for h in alone]
-            assert all(math.isclose(a.score, b.score, abs_tol=1e-9) for a, b in zip(hypotheses, alone, strict=True))
+    model = tiny_model(tiny_config(), src_vocab=len(vocab))
+    results = list(translate(model, vocab, sentences, config, batch_size=4, sort_window=2))  # 3 windows
+    for ids, hypotheses in zip(to_ids(sentences, vocab), results, strict=True):
+        src, src_len = pad([ids])
+        [alone] = beam_search(model, src, src_len, config)
+        assert [h.tokens for h in hypotheses] == [h.tokens for h in alone]
+        assert all(math.isclose(a.score, b.score, abs_tol=1e-9) for a, b in zip(hypotheses, alone, strict=True))

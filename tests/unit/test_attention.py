@@ -7,13 +7,7 @@ import itertools
 
 import pytest
 import torch
-from tiny_models import (
-    SCORES,
-    WINDOWS,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import SCORES, WINDOWS, tiny_config, tiny_model
 
 from rerank.models.attention import Attention
 from rerank.models.batching import pad

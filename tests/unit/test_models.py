@@ -8,14 +8,7 @@ import itertools
 
 import pytest
 import torch
-from tiny_models import (
-    DECODERS,
-    SCORES,
-    WINDOWS,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import DECODERS, SCORES, WINDOWS, tiny_config, tiny_model
 
 from rerank.models.batching import pad
 from rerank.models.config import ModelConfig

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import yaml
-from tiny_models import one_thread, save_model_dir, tiny_config, tiny_model
+from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.errors import ConfigError, RerankError
@@ -18,13 +17,6 @@ from rerank.features.registry import build_feature, build_features
 from rerank.formats.nbest import read_nbest
 from rerank.models.vocab import Vocabulary
 from rerank.search.scoring import Scorer
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    """Tiny models lose time to thread hand-offs on a busy machine."""
-    with one_thread():
-        yield
 
 
 def model_dir(directory: Path, test_data: Path, architecture: str) -> Path:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
 import torch
-from tiny_models import DECODERS, one_thread, tiny_config, tiny_model
+from tiny_models import DECODERS, tiny_config, tiny_model
 
 from rerank.errors import RerankError
 from rerank.formats.tokens import Pair
@@ -24,12 +24,6 @@ SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabu
 TRG_WORDS = [f"t{i}" for i in range(21)]  # a target vocabulary of 25
 MODELS = [(f"{architecture}-{decoder}{'-feed' if feeding else ''}", tiny_config(architecture, decoder, feeding))
           for architecture, decoder, feeding in DECODERS]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread() -> Iterator[None]:
-    with one_thread():
-        yield
 
 
 @pytest.fixture(scope="module")

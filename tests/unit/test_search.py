@@ -9,14 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from tiny_models import (
-    all_models,
-    single_thread,  # noqa: F401 (an autouse fixture)
-    taught_model,
-    teach,
-    tiny_config,
-    tiny_model,
-)
+from tiny_models import all_models, taught_model, teach, tiny_config, tiny_model
 
 from rerank.models.batching import pad
 from rerank.models.seq2seq import Seq2Seq
