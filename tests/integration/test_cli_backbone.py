@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
 import sys
@@ -45,11 +46,11 @@ def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dic
     before, after = fields(multi30k_slice["nbest"]), fields(out)
     assert len(after) == len(before) > 1000
     unk = 0
-    for old, new in zip(before, after):
+    for old, new in zip(before, after, strict=True):
         assert new[:2] == old[:2] and new[3:] == old[3:]
         head, tail = new[2][:len(old[2]) - 1], new[2][len(old[2]) - 1:]
         assert head == old[2][:-1] and tail.startswith(" LM1= ") and tail.endswith(" ")
-        values = dict(zip(new[2].split()[::1], new[2].split()[1:]))
+        values = dict(zip(new[2].split(), new[2].split()[1:], strict=False))
         assert abs(float(values["LM1="]) - float(values["LM0="])) <= 1e-3
         assert values["WP1="] == values["WordPenalty0="]
         unk += int(values["UNK1="])
@@ -122,7 +123,7 @@ def test_apply_with_moses_weights_reproduces_moses_1best(multi30k_slice: dict[st
     assert onebest.read_bytes() == multi30k_slice["onebest"].read_bytes()
     entries = list(read_nbest(reranked))
     assert sorted(e.fields[:3] for e in entries) == sorted(e.fields[:3] for e in read_nbest(scored))
-    for a, b in zip(entries, entries[1:]):
+    for a, b in itertools.pairwise(entries):
         assert a.sentence_id < b.sentence_id or (a.sentence_id == b.sentence_id and a.total >= b.total)
     originals = {e.fields[1]: e.total for e in read_nbest(scored) if e.sentence_id == 0}
     for e in entries[:5]:  # the new total is Moses' own, to the printed precision
@@ -245,7 +246,7 @@ def test_evaluate_quintiles(multi30k_slice: dict[str, Path], capsys: pytest.Capt
                         "--buckets", "quintiles", "--json", "-", multi30k_slice["onebest"]], capsys)
     buckets = json.loads(out)["buckets"]
     assert code == 0 and 3 <= len(buckets) <= 5 and sum(b["sentences"] for b in buckets) == 20
-    assert all(a["high"] < b["low"] for a, b in zip(buckets, buckets[1:]))
+    assert all(a["high"] < b["low"] for a, b in itertools.pairwise(buckets))
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -367,7 +368,7 @@ def test_nbest_id_beyond_the_source(test_data: Path, tmp_path: Path, capsys: pyt
     options = ["--word-penalty", "--batch-sentences", "1"] if command == "score-nbest" else \
         ["--weights", test_data / "weights.yaml"]
     code, _, err = run([command, test_data / "toy.nbest", "--source", source, *options, "-o", out / "o"], capsys)
-    _check_failed(code, err, rf"toy.nbest:7: expected a sentence id below 2, the number of lines of .*two.en, "
+    _check_failed(code, err, r"toy.nbest:7: expected a sentence id below 2, the number of lines of .*two.en, "
                              "got '2'", out)
 
 

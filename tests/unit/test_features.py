@@ -41,7 +41,7 @@ def test_kenlm_feature_is_ln_of_kenlm_log10(regression: Path, lm: str) -> None:
     model = kenlm.Model(str(path))
     values = feature.score(pairs(SENTENCES))
     assert values.shape == (len(SENTENCES), 2)
-    for sentence, (ln_p, oov) in zip(SENTENCES, values):
+    for sentence, (ln_p, oov) in zip(SENTENCES, values, strict=True):
         words = list(model.full_scores(sentence, bos=True, eos=True))
         assert len(words) == len(sentence.split()) + 1  # </s> included
         assert ln_p == model.score(sentence, bos=True, eos=True) * math.log(10)

@@ -60,7 +60,7 @@ def test_old_format_weights_use_old_nbest_labels(regression: Path) -> None:
 def test_with_weights_changes_only_weight_lines(multi30k_ini: MosesIni, tmp_path: Path) -> None:
     changed = multi30k_ini.with_weights({"LM0": [0.2], "LM1": [0.05]})
     assert changed.weights() == {**MULTI30K_WEIGHTS, "LM0": (0.2,), "LM1": (0.05,)}
-    diff = [(a, b) for a, b in zip(multi30k_ini.lines, changed.lines) if a != b]
+    diff = [(a, b) for a, b in zip(multi30k_ini.lines, changed.lines, strict=False) if a != b]
     assert diff[0] == ("LM0= 0.15949", "LM0= 0.2")
     assert changed.lines[-1] == "LM1= 0.05" and len(changed.lines) == len(multi30k_ini.lines) + 1
     assert multi30k_ini.weights()["LM0"] == (0.15949,)  # the original is untouched
@@ -82,7 +82,7 @@ def test_with_added_score_modern_changes_arity_and_weights_together(multi30k_ini
     table = next(f for f in changed.features() if f.name == "TranslationModel0")
     assert table.args["num-features"] == "5"
     assert changed.weights()["TranslationModel0"] == MULTI30K_WEIGHTS["TranslationModel0"] + (0.1,)
-    assert sum(a != b for a, b in zip(multi30k_ini.lines, changed.lines)) == 2
+    assert sum(a != b for a, b in zip(multi30k_ini.lines, changed.lines, strict=True)) == 2
 
 
 def test_with_added_score_old_format(regression: Path) -> None:

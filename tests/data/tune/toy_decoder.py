@@ -43,7 +43,7 @@ def main():
         for line in f:
             fields = line.rstrip("\n").split("|||")
             labels, values = parse_features(fields[2])
-            score = sum(w * v for label in labels for w, v in zip(weights.get(label, []), values[label]))
+            score = sum(w * v for label in labels for w, v in zip(weights.get(label, []), values[label], strict=False))
             space.setdefault(int(fields[0]), {}).setdefault(fields[1].strip(), (score, fields[2].strip()))
     source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
     sentences = sum(1 for _ in source)
