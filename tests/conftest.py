@@ -1,19 +1,17 @@
-"""Shared fixtures: the real data next to the repository, small slices of it, and one torch thread for
-every test."""
+"""Shared fixtures: small slices of the real data (in tests/data, see its README), the full real data
+beside the repository for the few tests that need whole files, and one torch thread for every test."""
 
 from __future__ import annotations
 
-import gzip
-import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
-from helpers import head
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-TEST_DATA = Path(__file__).resolve().parent / "data"
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+TEST_DATA = REPO / "tests" / "data"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,44 +24,52 @@ def single_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+def _real(path: Path, what: str) -> Path:
+    """``path`` under shared/data; the test skips, naming it, where it is absent."""
+    if not path.exists():
+        pytest.skip(f"{path} not found: this test needs {what}")
+    return path
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``shared/data`` beside the repository (the real Moses and Multi30k files); skips when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not found at {SHARED_DATA} (Moses regression files, Multi30k)")
-    return SHARED_DATA
+    return _real(SHARED_DATA, "the real data (Moses regression files, Multi30k)")
 
 
 @pytest.fixture(scope="session")
-def regression(shared_data: Path) -> Path:
-    """The Moses regression-test data."""
-    return shared_data / "moses-regression-tests"
+def regression() -> Path:
+    """The full Moses regression-test data; skips when absent."""
+    return _real(SHARED_DATA / "moses-regression-tests", "the whole Moses regression-test files")
 
 
 @pytest.fixture(scope="session")
-def multi30k_moses(shared_data: Path) -> Path:
-    """The Moses en-fr system on Multi30k: model, LM, n-best lists."""
-    return shared_data / "moses-multi30k"
+def multi30k_moses() -> Path:
+    """The full Moses en-fr system on Multi30k (model, 18 MB LM, whole n-best lists); skips when absent."""
+    return _real(SHARED_DATA / "moses-multi30k", "the whole Multi30k Moses system")
 
 
 @pytest.fixture(scope="session")
 def test_data() -> Path:
-    """Small hand-written fixtures."""
+    """Small fixtures, hand-written or cut from the real data."""
     return TEST_DATA
 
 
 @pytest.fixture(scope="session")
-def multi30k_slice(multi30k_moses: Path, shared_data: Path,
-                   tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The first 20 sentences of test_2016_flickr: 100-best list (gzipped), source, reference, Moses' 1-best."""
-    sentences = 20
-    directory = tmp_path_factory.mktemp("multi30k_slice")
-    nbest = directory / "test.100best.gz"
-    with gzip.open(multi30k_moses / "nbest" / "test_2016_flickr.100best.gz", "rb") as f, gzip.open(nbest, "wb") as out:
-        out.writelines(itertools.takewhile(lambda line: int(line.split(b"|||")[0]) < sentences, f))
-    tok = shared_data / "multi30k" / "tok"
-    files = {"nbest": nbest,
-             "source": head(tok / "test_2016_flickr.lc.norm.tok.en", sentences, directory / "test.en"),
-             "reference": head(tok / "test_2016_flickr.lc.norm.tok.fr", sentences, directory / "test.fr"),
-             "onebest": head(multi30k_moses / "nbest" / "test_2016_flickr.1best", sentences, directory / "test.1best")}
-    return files
+def regression_slice() -> Path:
+    """Slices of the Moses regression-test data, in its layout (``tests/...``, ``models/...``)."""
+    return TEST_DATA / "moses-regression-tests"
+
+
+@pytest.fixture(scope="session")
+def multi30k_slice() -> dict[str, Path]:
+    """The first 20 sentences of Multi30k test_2016_flickr and val with the Moses system's outputs:
+    ``nbest`` (the 100-best list, gzipped), ``source``, ``reference`` and ``onebest`` (Moses' 1-best) of
+    test; ``val_nbest``, ``val_source`` and ``val_reference``; the system's ``moses_ini``, the first 300
+    lines of its ``phrase_table``, and ``lm``: the sample's 4-gram LM (examples/data), which scores
+    these hypotheses exactly as the full model does."""
+    data = TEST_DATA / "multi30k"
+    return {"nbest": data / "test.100best.gz", "source": data / "test.en", "reference": data / "test.fr",
+            "onebest": data / "test.1best", "val_nbest": data / "val.100best.gz", "val_source": data / "val.en",
+            "val_reference": data / "val.fr", "moses_ini": data / "moses.ini",
+            "phrase_table": data / "phrase-table.gz", "lm": REPO / "examples" / "data" / "lm.fr.4.sample.arpa.gz"}

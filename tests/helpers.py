@@ -1,18 +1,10 @@
-"""Plain helpers for the tests: copying the head of a file, reading a file whatever its compression, and
-finding what an atomic write left behind."""
+"""Plain helpers for the tests: reading a file whatever its compression, finding what an atomic write
+left behind, and truncating a language model."""
 
 from __future__ import annotations
 
 import gzip
-import itertools
 from pathlib import Path
-
-
-def head(path: Path, lines: int, out: Path) -> Path:
-    """Copy the first ``lines`` lines of ``path`` to ``out``."""
-    with open(path, "rb") as f:
-        out.write_bytes(b"".join(itertools.islice(f, lines)))
-    return out
 
 
 def content(path: Path) -> bytes:
@@ -23,3 +15,9 @@ def content(path: Path) -> bytes:
 def leftovers(directory: Path) -> list[str]:
     """Temporary files an atomic write would leave behind in ``directory``."""
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def cut_in_unigrams(arpa: bytes) -> bytes:
+    """An ARPA file cut off after a line halfway through its 1-grams, as a failed copy leaves it."""
+    start, end = arpa.index(b"\\1-grams:"), arpa.index(b"\\2-grams:")
+    return arpa[:arpa.index(b"\n", (start + end) // 2) + 1]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import content, leftovers
+from helpers import content, cut_in_unigrams, leftovers
 from sacrebleu.metrics import BLEU
 
 from rerank.cli import main
@@ -33,13 +33,12 @@ def fields(path: Path) -> list[list[str]]:
 
 # score-nbest
 
-def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dict[str, Path], multi30k_moses: Path,
-                                                             shared_data: Path, tmp_path: Path,
+def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dict[str, Path], tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "scored.gz"
     code, _, err = run(["score-nbest", multi30k_slice["nbest"], "--source", multi30k_slice["source"],
-                        "--lm", multi30k_moses / "lm" / "train.fr.4.arpa", "--word-penalty",
-                        "--unk-corpus", shared_data / "multi30k/tok/train.lc.norm.tok.fr", "--shortlist", "5000",
+                        "--lm", multi30k_slice["lm"], "--word-penalty",
+                        "--unk-corpus", REPO / "examples/data/train.fr.gz", "--shortlist", "5000",
                         "--batch-sentences", "7", "-o", out], capsys)
     assert code == 0, err
     assert "20 sentences" in err
@@ -60,23 +59,24 @@ def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dic
     assert entries[-1].layout.labels[-3:] == ("LM1", "WP1", "UNK1")
 
 
-def test_score_nbest_with_the_shipped_config(multi30k_slice: dict[str, Path], multi30k_moses: Path, tmp_path: Path,
+def test_score_nbest_with_the_shipped_config(multi30k_slice: dict[str, Path], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """configs/rescore.yaml uses the sample LM, which scores the sample's sentences as the full model does."""
+    """configs/rescore.yaml uses the sample LM, which scores the sample's sentences as the full model did for
+    Moses' LM0; an LM given by flags comes after the config's features."""
     monkeypatch.chdir(REPO)
     from_config, from_flags = tmp_path / "config.txt", tmp_path / "flags.txt"
     assert run(["score-nbest", multi30k_slice["nbest"], "--config", "configs/rescore.yaml", "--lm-oov",
-                "--lm", multi30k_moses / "lm" / "train.fr.4.arpa", "--lm-label", "LM2", "-o", from_config],
-               capsys)[0] == 0
+                "--lm", multi30k_slice["lm"], "--lm-label", "LM2", "-o", from_config], capsys)[0] == 0
     with pytest.raises(SystemExit) as exit_status:  # one --lm only; more in the config
         run(["score-nbest", multi30k_slice["nbest"], "--lm", "examples/data/lm.fr.4.sample.arpa.gz",
-             "--lm", multi30k_moses / "lm" / "train.fr.4.arpa", "-o", from_flags], capsys)
+             "--lm", multi30k_slice["lm"], "-o", from_flags], capsys)
     assert exit_status.value.code == 2 and "--lm given twice" in capsys.readouterr().err
     entry = next(read_nbest(from_config))
     assert entry.layout.labels[-4:] == ("LM1", "WP1", "UNK1", "LM2") and entry.layout.sizes[-1] == 2
     for e in read_nbest(from_config):
-        assert e.dense[-5] == e.dense[-2]  # sample LM == full LM
+        assert e.dense[-5] == e.dense[-2]  # the same model from the config and from the flags
+        assert abs(e.dense[-5] - e.dense[1]) <= 1e-3  # Moses' LM0, printed with 6 significant digits
 
 
 def test_score_nbest_stdin_to_stdout(test_data: Path, monkeypatch: pytest.MonkeyPatch,
@@ -110,13 +110,13 @@ def test_score_nbest_config_errors(test_data: Path, tmp_path: Path, capsys: pyte
 
 # apply
 
-def test_apply_with_moses_weights_reproduces_moses_1best(multi30k_slice: dict[str, Path], multi30k_moses: Path,
-                                                         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_apply_with_moses_weights_reproduces_moses_1best(multi30k_slice: dict[str, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     scored = tmp_path / "scored.gz"
-    assert run(["score-nbest", multi30k_slice["nbest"], "--lm", multi30k_moses / "lm/train.fr.4.arpa",
+    assert run(["score-nbest", multi30k_slice["nbest"], "--lm", multi30k_slice["lm"],
                 "--word-penalty", "--unk-vocab", REPO / "examples/data/shortlist.fr.gz", "-o", scored], capsys)[0] == 0
     onebest, reranked = tmp_path / "1best", tmp_path / "reranked.gz"
-    code, _, err = run(["apply", scored, "--weights", multi30k_moses / "model/moses.ini", *ZERO_NEW,
+    code, _, err = run(["apply", scored, "--weights", multi30k_slice["moses_ini"], *ZERO_NEW,
                         "--source", multi30k_slice["source"], "-o", onebest, "--nbest-out", reranked], capsys)
     assert code == 0, err
     assert "skipping weights of features" in err and "UnknownWordPenalty0" in err
@@ -395,13 +395,13 @@ def test_bad_source(test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 @pytest.mark.parametrize("case", ["missing", "not an lm", "truncated"])
-def test_bad_language_model(test_data: Path, regression: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                            case: str) -> None:
+def test_bad_language_model(test_data: Path, regression_slice: Path, tmp_path: Path,
+                            capsys: pytest.CaptureFixture[str], case: str) -> None:
     lm = tmp_path / "lm.arpa"
     if case == "not an lm":
         lm.write_text("# a language model\n")
     elif case == "truncated":
-        lm.write_bytes((regression / "models/lexicalized-reordering/europarl.lm").read_bytes()[:50000])
+        lm.write_bytes(cut_in_unigrams((regression_slice / "models/lexicalized-reordering/europarl.lm").read_bytes()))
     expected = {"missing": rf"{lm}: language model not found \(feature LM1\)",
                 "not an lm": rf"{lm}:1: expected an ARPA or KenLM binary language model \(feature LM1\)",
                 "truncated": rf"{lm}:\d+: expected an ARPA or KenLM binary language model .*in the 1-gram"}[case]

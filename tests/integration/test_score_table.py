@@ -24,15 +24,10 @@ LINES = 300
 SEPARATOR = "|||"
 
 
-
 @pytest.fixture(scope="module")
-def table(multi30k_moses: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def table(multi30k_slice: dict[str, Path]) -> Path:
     """The first 300 lines of the real phrase table, gzipped."""
-    path = tmp_path_factory.mktemp("table") / "phrase-table.gz"
-    with gzip.open(multi30k_moses / "model" / "phrase-table.gz", "rb") as f:
-        lines = [next(f) for _ in range(LINES)]
-    path.write_bytes(gzip.compress(b"".join(lines)))
-    return path
+    return multi30k_slice["phrase_table"]
 
 
 @pytest.fixture(scope="module")
@@ -108,10 +103,10 @@ def test_a_pair_beyond_moses_lowest_score_is_floored_not_zero(model_dir: Path, t
     assert "1 value(s) floored at exp(-100)" in err
 
 
-def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, model_dir: Path, multi30k_moses: Path,
-                                                                 tmp_path: Path,
+def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, model_dir: Path,
+                                                                 multi30k_slice: dict[str, Path], tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    ini, ini_out, out = multi30k_moses / "model" / "moses.ini", tmp_path / "moses.ini", tmp_path / "scored.gz"
+    ini, ini_out, out = multi30k_slice["moses_ini"], tmp_path / "moses.ini", tmp_path / "scored.gz"
     code, _, err = run(["score-table", table, "-o", out, "--model", model_dir, "--moses-ini", ini,
                         "--moses-ini-out", ini_out, "--weight", 0.3], capsys)
     assert code == 0, err
@@ -131,10 +126,11 @@ def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, mo
     (["--model", "NO_MODEL"], "not a model directory"),
     (["--device", "tpu"], "unknown device"),
 ])
-def test_bad_options_fail_before_scoring_and_write_nothing(table: Path, model_dir: Path, multi30k_moses: Path,
-                                                           tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_bad_options_fail_before_scoring_and_write_nothing(table: Path, model_dir: Path,
+                                                           multi30k_slice: dict[str, Path], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str],
                                                            options: list[str], message: str) -> None:
-    ini = multi30k_moses / "model" / "moses.ini"
+    ini = multi30k_slice["moses_ini"]
     bad_ini = tmp_path / "bad.ini"
     bad_ini.write_text(ini.read_text().replace("num-features=4", "num-features=5"))
     names = {"INI": ini, "BAD_INI": bad_ini, "OUT_INI": tmp_path / "out.ini", "NO_MODEL": tmp_path}
@@ -147,13 +143,14 @@ def test_bad_options_fail_before_scoring_and_write_nothing(table: Path, model_di
 
 
 def test_a_bad_line_midway_fails_with_its_line_number_and_leaves_nothing(table: Path, model_dir: Path,
-                                                                         multi30k_moses: Path, tmp_path: Path,
+                                                                         multi30k_slice: dict[str, Path],
+                                                                         tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     lines = content(table).decode().splitlines(keepends=True)
     lines[199] = "a dog ||| un chien\n"
     broken = tmp_path / "broken.gz"
     broken.write_bytes(gzip.compress("".join(lines).encode()))
-    shutil.copy(multi30k_moses / "model" / "moses.ini", tmp_path / "moses.ini")
+    shutil.copy(multi30k_slice["moses_ini"], tmp_path / "moses.ini")
     out, ini_out = tmp_path / "scored.gz", tmp_path / "out.ini"
     code, _, err = run(["score-table", broken, "-o", out, "--model", model_dir, "--window", 50,
                         "--moses-ini", tmp_path / "moses.ini", "--moses-ini-out", ini_out], capsys)

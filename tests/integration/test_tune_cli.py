@@ -13,8 +13,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "data" / "tune"
 
 
 @pytest.fixture
-def lists(regression):
-    data = regression / "tests/mert.extractor-txt/data"
+def lists(regression_slice):
+    data = regression_slice / "tests/mert.extractor-txt/data"
     return {"nbest": [str(data / "nbest.1.gz"), str(data / "nbest.2.gz")], "reference": str(data / "reference")}
 
 

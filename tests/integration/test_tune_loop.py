@@ -19,9 +19,9 @@ DECODER = f"{shlex.quote(sys.executable)} {shlex.quote(str(FIXTURES / 'toy_decod
 
 
 @pytest.fixture
-def tuning_set(regression, tmp_path):
+def tuning_set(regression_slice, tmp_path):
     """Moses' regression n-best list as the decoder's search space, its references, a 10-line source."""
-    data = regression / "tests/mert.extractor-txt/data"
+    data = regression_slice / "tests/mert.extractor-txt/data"
     source = tmp_path / "dev.src"
     source.write_text("".join(f"source sentence {i}\n" for i in range(10)))
     return {"space": data / "nbest.1.gz", "reference": data / "reference", "source": source}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import shlex
 import sys
 from pathlib import Path
@@ -20,18 +19,13 @@ SENTENCES = 20
 
 
 @pytest.fixture(scope="module")
-def tuning_set(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def tuning_set(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """20 Multi30k val pairs and an RNNsearch that has half learnt them: its 1-best is far from BLEU 100."""
-    tok = shared_data / "multi30k" / "tok"
     directory = tmp_path_factory.mktemp("tune_translate")
-    files: dict[str, Path] = {}
-    sentences: dict[str, list[list[str]]] = {}
-    for side, language in (("source", "en"), ("reference", "fr")):
-        with open(tok / f"val.lc.norm.tok.{language}", encoding="utf-8") as f:
-            lines = list(itertools.islice(f, SENTENCES))
-        files[side] = directory / f"dev.{language}"
-        files[side].write_text("".join(lines), encoding="utf-8")
-        sentences[side] = [line.split() for line in lines]
+    files = {"source": multi30k_slice["val_source"], "reference": multi30k_slice["val_reference"]}
+    sentences = {side: [line.split() for line in path.read_text(encoding="utf-8").splitlines()]
+                 for side, path in files.items()}
+    assert len(sentences["source"]) == len(sentences["reference"]) == SENTENCES
     src_vocab, trg_vocab = (Vocabulary.build(sentences[side], 1000) for side in ("source", "reference"))
     pairs = ([src_vocab.encode(s) for s in sentences["source"]], [trg_vocab.encode(s) for s in sentences["reference"]])
     model = teach(tiny_model(tiny_config(), len(src_vocab), len(trg_vocab), dtype=torch.float32, biases={}),

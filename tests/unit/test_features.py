@@ -10,13 +10,14 @@ from pathlib import Path
 import kenlm
 import numpy as np
 import pytest
+from helpers import cut_in_unigrams
+from slices import LM_SENTENCES
 
 from rerank.errors import ConfigError, FormatError, RerankError
 from rerank.features.registry import FEATURES, build_feature, build_features
 from rerank.formats.nbest import group_by_sentence, read_nbest
 
-SENTENCES = ["the european parliament", "resumption of the session", "mr president , this is a zzzunknown word",
-             "", "&quot; quoted &quot;"]
+SENTENCES = LM_SENTENCES  # the slices of the regression LMs keep the n-grams of their words
 
 
 def pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
@@ -24,19 +25,21 @@ def pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def europarl_lm(regression: Path) -> Path:
-    return regression / "models/lexicalized-reordering/europarl.lm"
+def europarl_lm(regression_slice: Path) -> Path:
+    return regression_slice / "models/lexicalized-reordering/europarl.lm"
 
 
 @pytest.fixture(scope="module")
-def multi30k_lm(multi30k_moses: Path) -> Path:
-    return multi30k_moses / "lm" / "train.fr.4.arpa"
+def multi30k_lm(multi30k_slice: dict[str, Path]) -> Path:
+    """The sample's LM (examples/data): it gives the hypotheses of the slice and of toy.nbest the full model's
+    scores."""
+    return multi30k_slice["lm"]
 
 
 @pytest.mark.parametrize("lm", ["models/lexicalized-reordering/europarl.lm",
                                 "tests/misc.binarize-compress-pt/lm.en.arpa"])
-def test_kenlm_feature_is_ln_of_kenlm_log10(regression: Path, lm: str) -> None:
-    path = regression / lm
+def test_kenlm_feature_is_ln_of_kenlm_log10(regression_slice: Path, lm: str) -> None:
+    path = regression_slice / lm
     feature = build_feature({"kind": "kenlm", "path": str(path), "oov": True})
     model = kenlm.Model(str(path))
     values = feature.score(pairs(SENTENCES))
@@ -90,7 +93,7 @@ def test_not_an_arpa(tmp_path: Path) -> None:
 
 def test_truncated_arpa(europarl_lm: Path, tmp_path: Path) -> None:
     path = tmp_path / "cut.arpa"
-    path.write_bytes(europarl_lm.read_bytes()[:20000])
+    path.write_bytes(cut_in_unigrams(europarl_lm.read_bytes()))
     with pytest.raises(FormatError, match=r"cut.arpa:\d+: expected an ARPA .*got 'End of file"):
         build_feature({"kind": "kenlm", "path": str(path)})
 

@@ -17,20 +17,20 @@ MULTI30K_WEIGHTS = {"Distortion0": (0.138061,), "LM0": (0.15949,), "WordPenalty0
 
 
 @pytest.fixture
-def multi30k_ini(multi30k_moses: Path) -> MosesIni:
-    return MosesIni.read(multi30k_moses / "model" / "moses.ini")
+def multi30k_ini(multi30k_slice: dict[str, Path]) -> MosesIni:
+    return MosesIni.read(multi30k_slice["moses_ini"])
 
 
 @pytest.mark.parametrize("test", REGRESSION_INIS)
-def test_round_trip_regression_inis(regression: Path, tmp_path: Path, test: str) -> None:
-    path = regression / "tests" / test / "moses.ini"
+def test_round_trip_regression_inis(regression_slice: Path, tmp_path: Path, test: str) -> None:
+    path = regression_slice / "tests" / test / "moses.ini"
     MosesIni.read(path).write(tmp_path / "moses.ini")
     assert (tmp_path / "moses.ini").read_bytes() == path.read_bytes()
 
 
-def test_round_trip_multi30k(multi30k_moses: Path, multi30k_ini: MosesIni, tmp_path: Path) -> None:
+def test_round_trip_multi30k(multi30k_slice: dict[str, Path], multi30k_ini: MosesIni, tmp_path: Path) -> None:
     multi30k_ini.write(tmp_path / "moses.ini")
-    assert (tmp_path / "moses.ini").read_bytes() == (multi30k_moses / "model" / "moses.ini").read_bytes()
+    assert (tmp_path / "moses.ini").read_bytes() == multi30k_slice["moses_ini"].read_bytes()
 
 
 def test_modern_weights_and_feature_names(multi30k_ini: MosesIni) -> None:
@@ -42,15 +42,15 @@ def test_modern_weights_and_feature_names(multi30k_ini: MosesIni) -> None:
     assert multi30k_ini.features()[3].args["num-features"] == "4"
 
 
-def test_unnamed_features_are_numbered_per_class(regression: Path) -> None:
-    ini = MosesIni.read(regression / "tests/phrase.sparse-features/moses.ini")
+def test_unnamed_features_are_numbered_per_class(regression_slice: Path) -> None:
+    ini = MosesIni.read(regression_slice / "tests/phrase.sparse-features/moses.ini")
     assert [f.name for f in ini.features()] == ["UnknownWordPenalty0", "WordPenalty0", "Distortion0", "twi", "LM0",
                                                "LexicalReordering0", "pl", "wt", "TranslationModel0"]
     assert len(ini.weights()["TranslationModel0"]) == 12
 
 
-def test_old_format_weights_use_old_nbest_labels(regression: Path) -> None:
-    ini = MosesIni.read(regression / "tests/misc.binarize-compress-pt/moses.ini")
+def test_old_format_weights_use_old_nbest_labels(regression_slice: Path) -> None:
+    ini = MosesIni.read(regression_slice / "tests/misc.binarize-compress-pt/moses.ini")
     assert ini.is_old_format
     weights = ini.weights()
     assert {k: len(v) for k, v in weights.items()} == {"d": 7, "lm": 1, "tm": 5, "w": 1}
@@ -68,8 +68,8 @@ def test_with_weights_changes_only_weight_lines(multi30k_ini: MosesIni, tmp_path
     assert MosesIni.read(tmp_path / "moses.ini").weights() == changed.weights()
 
 
-def test_with_weights_old_format(regression: Path) -> None:
-    ini = MosesIni.read(regression / "tests/misc.binarize-compress-pt/moses.ini")
+def test_with_weights_old_format(regression_slice: Path) -> None:
+    ini = MosesIni.read(regression_slice / "tests/misc.binarize-compress-pt/moses.ini")
     assert ini.with_weights({"w": [-1.5]}).weights()["w"] == (-1.5,)
     with pytest.raises(RerankError, match=r"\[weight-w\] has 1 weights, got 2"):
         ini.with_weights({"w": [1, 2]})
@@ -85,8 +85,8 @@ def test_with_added_score_modern_changes_arity_and_weights_together(multi30k_ini
     assert sum(a != b for a, b in zip(multi30k_ini.lines, changed.lines, strict=True)) == 2
 
 
-def test_with_added_score_old_format(regression: Path) -> None:
-    ini = MosesIni.read(regression / "tests/misc.binarize-compress-pt/moses.ini")
+def test_with_added_score_old_format(regression_slice: Path) -> None:
+    ini = MosesIni.read(regression_slice / "tests/misc.binarize-compress-pt/moses.ini")
     changed = ini.with_added_score("${RESULTS_PATH}/phrase-table.0-0.1.1", 0.3)
     assert changed.weights()["tm"] == ini.weights()["tm"] + (0.3,)
     assert "12 0 0 6 ${RESULTS_PATH}/phrase-table.0-0.1.1" in changed.lines

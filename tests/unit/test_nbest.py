@@ -16,23 +16,31 @@ REGRESSION_NBEST = [f"tests/mert.extractor-txt/data/nbest.{i}.gz" for i in range
 
 
 @pytest.mark.parametrize("name", REGRESSION_NBEST)
-def test_round_trip_regression_files(regression: Path, tmp_path: Path, name: str) -> None:
-    path = regression / name
+def test_round_trip_regression_files(regression_slice: Path, tmp_path: Path, name: str) -> None:
+    path = regression_slice / name
     out = tmp_path / Path(name).name
     assert write_nbest(read_nbest(path), out) == content(path).count(b"\n")
     assert content(out) == content(path)
 
 
+def test_round_trip_multi30k_slice(multi30k_slice: dict[str, Path], tmp_path: Path) -> None:
+    path = multi30k_slice["nbest"]
+    out = tmp_path / "test.100best.gz"
+    assert write_nbest(read_nbest(path), out) == 1310
+    assert content(out) == content(path)
+
+
 def test_round_trip_multi30k_test_100best(multi30k_moses: Path, tmp_path: Path) -> None:
+    """The whole list, 1,000 sentences."""
     path = multi30k_moses / "nbest" / "test_2016_flickr.100best.gz"
     out = tmp_path / "test.100best.gz"
     assert write_nbest(read_nbest(path), out) == 64736
     assert content(out) == content(path)
 
 
-def test_round_trip_segmentation_and_alignment_fields(regression: Path, tmp_path: Path) -> None:
+def test_round_trip_segmentation_and_alignment_fields(regression_slice: Path, tmp_path: Path) -> None:
     """Moses' 6-field lines (segmentation, word alignment), unwrapped from the regression test's output."""
-    wrapped = (regression / "tests/phrase.nbest-with-alignment/truth/results.txt").read_text(encoding="utf-8")
+    wrapped = (regression_slice / "tests/phrase.nbest-with-alignment/truth/results.txt").read_text(encoding="utf-8")
     lines = ["0 ||| " + line.split("=", 1)[1] for line in wrapped.splitlines()
              if line.startswith("TRANSLATION_0_NBEST")]
     path = tmp_path / "aligned.nbest"
@@ -46,8 +54,8 @@ def test_round_trip_segmentation_and_alignment_fields(regression: Path, tmp_path
     assert (tmp_path / "out.nbest").read_bytes() == path.read_bytes()
 
 
-def test_old_short_labels_without_space_after_id(regression: Path) -> None:
-    entry = next(read_nbest(regression / "tests/mert.extractor-txt/data/nbest.1.gz"))
+def test_old_short_labels_without_space_after_id(regression_slice: Path) -> None:
+    entry = next(read_nbest(regression_slice / "tests/mert.extractor-txt/data/nbest.1.gz"))
     assert entry.fields[0] == "0"
     assert entry.layout == FeatureLayout(("d", "lm", "tm", "w"), (7, 1, 5, 1))
     assert entry.dense[7:9] == (-47.2982, -36.7163)

@@ -30,8 +30,8 @@ def pool(references=("a b c", "d e f")) -> NBestPool:
 
 
 @pytest.fixture
-def regression_nbest(regression):
-    data = regression / "tests/mert.extractor-txt/data"
+def regression_nbest(regression_slice):
+    data = regression_slice / "tests/mert.extractor-txt/data"
     return data, read_text(data / "reference")
 
 

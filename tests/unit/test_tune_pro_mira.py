@@ -15,9 +15,9 @@ from rerank.tune.stats import BleuStatistics, sentence_bleu_plus_one
 
 
 @pytest.fixture(scope="module")
-def nbest(regression) -> TuningData:
+def nbest(regression_slice) -> TuningData:
     """Moses' regression n-best lists of two tuning iterations: 10 sentences, 14 features."""
-    data = regression / "tests/mert.extractor-txt/data"
+    data = regression_slice / "tests/mert.extractor-txt/data"
     pool = NBestPool(BleuStatistics([read_text(data / "reference")]))
     pool.add(data / "nbest.1.gz")
     pool.add(data / "nbest.2.gz")
@@ -56,12 +56,12 @@ def test_logistic_regression_converges_to_a_stationary_point():
     assert np.sign(weights[[0, 1, 4]]).tolist() == [1, -1, 1]
 
 
-def test_pro_is_reproducible_and_better_than_no_tuning(nbest, regression):
+def test_pro_is_reproducible_and_better_than_no_tuning(nbest, regression_slice):
     first = pro(nbest, ProConfig(), np.random.default_rng(11))
     again = pro(nbest, ProConfig(), np.random.default_rng(11))
     assert np.array_equal(first.weights, again.weights)
     assert np.abs(first.weights).sum() == pytest.approx(1.0)
-    untuned = np.array([float(v) for v in read_text(regression / "tests/mert.basic/data/INIT")[0].split()])
+    untuned = np.array([float(v) for v in read_text(regression_slice / "tests/mert.basic/data/INIT")[0].split()])
     assert corpus_bleu(nbest, first.weights) > corpus_bleu(nbest, untuned) + 5
 
 

@@ -14,9 +14,9 @@ from rerank.formats.weights import as_weights, load_weights, parse_weight_assign
 LAYOUT = FeatureLayout(("Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0"), (1, 1, 1, 1, 4))
 
 
-def test_yaml_and_moses_ini_give_the_same_weights(test_data: Path, multi30k_moses: Path) -> None:
+def test_yaml_and_moses_ini_give_the_same_weights(test_data: Path, multi30k_slice: dict[str, Path]) -> None:
     from_yaml = load_weights(test_data / "weights.yaml")
-    from_ini = load_weights(multi30k_moses / "model" / "moses.ini")
+    from_ini = load_weights(multi30k_slice["moses_ini"])
     assert from_ini.pop("UnknownWordPenalty0") == (1.0,)
     assert from_yaml == from_ini
 
