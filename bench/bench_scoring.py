@@ -27,6 +27,7 @@ output, byte-identical but for the added value. The machine is shared: each run 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import itertools
 import os
@@ -96,12 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{flops / len(workload.pairs) / 1e6:.1f} MFLOP per {workload.unit[:-1]}")
             for threads in args.threads:
                 torch.set_num_threads(threads)
-                runs = [timed(lambda: list(scorer.score(workload.pairs))) for _ in range(args.repeat)]
+                runs = [timed(functools.partial(score_all, scorer, workload.pairs)) for _ in range(args.repeat)]
                 report(f"  batched, {threads} thread(s)", workload.unit, len(workload.pairs), flops, runs)
         sample = table_sample(workloads[0].pairs, args.naive)
         for threads in args.threads:
             torch.set_num_threads(threads)
-            runs = [timed(lambda: naive_scores(scorer, sample)) for _ in range(args.repeat)]
+            runs = [timed(functools.partial(naive_scores, scorer, sample)) for _ in range(args.repeat)]
             report(f"  naive loop, {threads} thread(s), {len(sample)} sampled phrase pairs", "pairs", len(sample),
                    cost.useful_flops(scorer, sample, window=1), runs)
         print(f"  peak resident memory of this process so far: {peak_rss_mib():,.0f} MiB")
@@ -285,3 +286,7 @@ def check_appended(table: Path, out: Path) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def score_all(scorer: Scorer, pairs: list[Pair]) -> list[float]:
+    return list(scorer.score(pairs))

@@ -6,8 +6,8 @@ and one sentence at a time (``beam_search`` on batches of one), the speed-up, an
 both gave the same translations. Beside them, the ceiling that batching can reach: how much
 faster the largest matrix multiply of a decoding step (the output layer, ``rows × units`` by
 ``units × vocabulary``) runs per row at batch·beam rows than at the beam's own rows, since one
-sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded and the text read before
-the clock starts; each figure is one timed pass after a short warm-up.
+sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded
+and the text read before the clock starts; each figure is one timed pass after a short warm-up.
 
     python bench/bench_translate.py --model runs/rnnsearch-small
     python bench/bench_translate.py                  # random weights with the small config's sizes
@@ -20,26 +20,25 @@ is running.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from rerank.config import from_dict, load_yaml  # noqa: E402
+from rerank.config import from_dict, load_yaml
 from rerank.models.architectures import build_model
-from rerank.models.checkpoint import load_model  # noqa: E402
-from rerank.models.config import ModelConfig  # noqa: E402
+from rerank.models.batching import pad, to_ids
+from rerank.models.checkpoint import load_model
+from rerank.models.config import ModelConfig
 from rerank.models.seq2seq import Seq2Seq
-from rerank.models.vocab import Vocabulary  # noqa: E402
-from rerank.search.beam import Hypothesis, LengthPenalty, SearchConfig, beam_search  # noqa: E402
-from rerank.search.translate import translate  # noqa: E402
-from rerank.training.data import pad, read_parallel, to_ids  # noqa: E402
+from rerank.models.vocab import Vocabulary
+from rerank.search.beam import Hypothesis, LengthPenalty, SearchConfig, beam_search
+from rerank.search.translate import translate
+from rerank.training.data import read_parallel
 
+REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "multi30k" / "tok"
 SOURCE = SHARED / "test_2016_flickr.lc.norm.tok.en"
 SMALL_CONFIG = REPO / "configs" / "rnnsearch-small.yaml"
@@ -66,7 +65,8 @@ def one_at_a_time(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[st
 
 
 def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float:
-    """How much faster per row the model's largest linear layer multiplies ``batched_rows`` rows than ``single_rows``."""
+    """How much faster per row the model's largest linear layer multiplies ``batched_rows`` rows than
+    ``single_rows``."""
     layer = max((m for m in model.modules() if isinstance(m, torch.nn.Linear)), key=lambda m: m.weight.numel())
     weight = layer.weight.detach().t().contiguous()
 
@@ -123,10 +123,11 @@ def main() -> None:
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
         list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size))  # warm-up
-        batched_time, batched = timed(lambda: list(translate(model, src_vocab, sentences, config, args.batch_size)))
-        single_time, alone = timed(lambda: one_at_a_time(model, src_vocab, single, config))
+        batched_time, batched = timed(functools.partial(translate_all, model, src_vocab, sentences, config,
+                                                        args.batch_size))
+        single_time, alone = timed(functools.partial(one_at_a_time, model, src_vocab, single, config))
         batched_rate, single_rate = len(sentences) / batched_time, len(single) / single_time
-        same = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, alone))
+        same = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, alone, strict=True))
         length = statistics.mean(len(h[0].tokens) for h in batched)
         ceiling = matmul_ceiling(model, args.batch_size * beam, beam)
         print(f"{beam:>4}  {batched_rate:>14.1f}  {single_rate:>20.1f}  {batched_rate / single_rate:>7.1f}x  "
@@ -135,3 +136,8 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,
+                  batch_size: int) -> list[list[Hypothesis]]:
+    return list(translate(model, src_vocab, sentences, config, batch_size))

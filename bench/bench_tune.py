@@ -29,7 +29,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as Moses' mert
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -104,7 +104,8 @@ def main() -> None:
           f"untuned defaults: BLEU {score(dev, dev_bleu, untuned):.2f}")
     bounds = mert_bounds(dev.layout, config.mert)
     for name, start in (("moses.ini", moses), ("untuned", untuned)):
-        result, cpu, wall = timed(lambda: mert(dev, start, config.mert, bounds, np.random.default_rng(args.seed)),
+        result, cpu, wall = timed(lambda start=start: mert(dev, start, config.mert, bounds,
+                                                           np.random.default_rng(args.seed)),
                                   args.repeat)
         runs = sum(r.iterations for r in result.runs)
         print(f"MERT, 20 restarts, from the {name} weights: BLEU {result.bleu:.2f} ({result.bleu:.4f}); "

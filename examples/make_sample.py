@@ -102,7 +102,8 @@ def write_shortlist(corpus: Path, out: Path, size: int) -> None:
 def filter_phrase_table(path: Path, out: Path, sources: list[list[str]], limit: int, max_length: int = 7) -> int:
     """Write the pairs whose source phrase occurs in ``sources``, at most ``limit`` per source phrase
     (the highest p(e|f), the third score), in table order; returns how many were kept."""
-    phrases = {" ".join(s[i:j]) for s in sources for i in range(len(s)) for j in range(i + 1, min(len(s), i + max_length) + 1)}
+    phrases = {" ".join(s[i:j]) for s in sources for i in range(len(s))
+               for j in range(i + 1, min(len(s), i + max_length) + 1)}
     by_source: dict[bytes, list[bytes]] = collections.defaultdict(list)
     with gzip.open(path, "rb") as f:
         for line in f:

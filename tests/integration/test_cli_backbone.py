@@ -168,11 +168,11 @@ def test_apply_sentences_without_hypotheses(test_data: Path, tmp_path: Path,
                         "-o", tmp_path / "1best"], capsys)
     assert code == 0
     assert (tmp_path / "1best").read_text() == moses[0] + "\n" + moses[2]
-    assert "1 sentence(s) have no hypotheses" in err
+    assert "1 sentence has no hypotheses" in err
     code, _, err = run(["apply", nbest, "--weights", test_data / "weights.yaml", "--num-sentences", "5",
                         "-o", tmp_path / "1best"], capsys)
     assert (tmp_path / "1best").read_text() == moses[0] + "\n" + moses[2] + "\n\n"
-    assert "3 sentence(s) have no hypotheses" in err
+    assert "3 sentences have no hypotheses" in err
 
 
 def test_apply_empty_nbest(test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,7 +180,7 @@ def test_apply_empty_nbest(test_data: Path, tmp_path: Path, capsys: pytest.Captu
     code, _, err = run(["apply", tmp_path / "empty", "--weights", test_data / "weights.yaml",
                         "--source", test_data / "toy.en", "-o", tmp_path / "1best"], capsys)
     assert code == 0 and (tmp_path / "1best").read_text() == "\n\n\n"
-    assert "3 sentence(s) have no hypotheses" in err
+    assert "3 sentences have no hypotheses" in err
 
 
 def test_apply_sparse_features_are_reported(test_data: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -100,7 +100,7 @@ def test_a_pair_beyond_moses_lowest_score_is_floored_not_zero(model_dir: Path, t
     first, second = out.read_text().splitlines()
     assert 1e-44 < split_added(table.read_text().splitlines()[1], second) == float(f"{math.exp(-100):.6g}")
     assert split_added(table.read_text().splitlines()[0], first) > 1e-30
-    assert "1 value(s) floored at exp(-100)" in err
+    assert "1 value floored at exp(-100)" in err
 
 
 def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, model_dir: Path,

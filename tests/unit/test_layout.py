@@ -28,7 +28,7 @@ ALLOWED: dict[str, set[str]] = {
     "features": {"base", "formats", "models", "search", "rescore"},
     "study": {"base", "formats", "models", "training", "search", "rescore", "tune", "features"},
     "commands": {"base", "formats", "models", "training", "search", "rescore", "tune", "features", "study"},
-    "cli": {"base", "commands"},
+    "cli": {"base", "formats", "commands"},
 }
 ENTRY_POINTS = {"rerank.cli", "rerank.__main__"}
 TORCH_FREE = ["rerank.formats", "rerank.tune", "rerank.rescore", "rerank.models.config", "rerank.training.config",
