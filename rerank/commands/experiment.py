@@ -28,4 +28,8 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, output_dir=args.output_dir)
     path = Experiment(config, force=args.force).run()
     print(path.read_text(encoding="utf-8"))
+    out = path.parent
+    print(f"Outputs in {out}/: results.md (this table), results.json (every seed's BLEU), bleu-by-length.png, "
+          f"commands.sh (the rerank command of every step), tuning/ (weights and 1-best outputs), and the "
+          "scored and merged n-best lists.")
     return 0

@@ -138,14 +138,14 @@ class Experiment:
     # -- running steps ---------------------------------------------------------------------------
 
     def step(self, argv: Sequence[object], outputs: Sequence[Path], run: Callable[..., object], *args: Any,
-             timing: str | None = None) -> None:
+             timing: str | None = None, quiet: bool = False) -> None:
         """Call ``run(*args)`` unless all ``outputs`` exist; log ``rerank ARGV``, the command that does the
-        same, to commands.sh."""
+        same, to commands.sh (and to stderr, unless the step is one of many, ``quiet``)."""
         line = "rerank " + shlex.join(str(a) for a in argv)
         if outputs and all(p.exists() for p in outputs) and not self.force:
             logger.debug("done already: %s", line)
             return
-        logger.info("$ %s", line)
+        logger.log(logging.DEBUG if quiet else logging.INFO, "$ %s", line)
         with open(self.commands, "a", encoding="utf-8") as log:
             log.write(line + "\n")
         started = time.monotonic()
@@ -323,10 +323,11 @@ class Experiment:
                         result = Tuning([c.dev.reference], config, init=init).on_nbest([nbest], features)
                         save_weights(result.weights, weights)
 
-                    logger.info("tuning %d of %d: %s, %s, seed %d", done, runs, row.key, optimizer, seed)
+                    logger.info("tuning %d of %d: %s, %s, seed %d (and reranking dev and test)", done, runs,
+                                row.key, optimizer, seed)
                     self.step(["tune", "--nbest", nbest, "-r", c.dev.reference, "--init", init, "--features",
                                ",".join(features), "--optimizer", optimizer, "--seed", seed, "--restarts",
-                               c.restarts, "--tokenize", c.tokenize, "-o", weights], [weights], tune)
+                               c.restarts, "--tokenize", c.tokenize, "-o", weights], [weights], tune, quiet=True)
                     outputs = self.apply(row.key, tag, weights, nbest=row.nbest)
                     for split, path in outputs.items():
                         getattr(score, split).append(self.bleu(path, split))
@@ -353,7 +354,7 @@ class Experiment:
                              known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
 
             self.step(["apply", scored, "--weights", weights, "--missing-weight", "0", "--source", source,
-                       "-o", output], [output], rerank)
+                       "-o", output], [output], rerank, quiet=True)
             outputs[split] = output
         return outputs
 
