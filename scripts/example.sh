@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything (see setup.sh), then run the main job end to end on the sample shipped in
-# examples/data: train a small RNN encoder-decoder and RNNsearch, score the phrase table, rescore
-# Moses' n-best lists, tune (MERT, PRO, MIRA), decode with RNNsearch, and write the results table
-# to runs/sample/results.md. Takes a few minutes on 2 CPU cores.
+# examples/data with the small trained models shipped in examples/models: score the phrase table,
+# decode with both models, rescore Moses' n-best lists, tune (MERT, PRO, MIRA, three seeds each),
+# rerank, and write the results table to runs/sample/results.md. A few minutes on 2 CPU cores.
+# (configs/experiments/sample-training.yaml is the same study with tiny models trained first.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
