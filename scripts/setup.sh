@@ -31,8 +31,10 @@ fi
 case "$torch_build" in
   cpu)
     # The local version "+cpu" exists only as the CPU build: PyPI's CUDA build can never be chosen.
+    # torch alone from that index; its dependencies come from the usual index with rerank's below.
     .venv/bin/python -c "import torch, sys; sys.exit(torch.version.cuda is not None)" 2>/dev/null ||
-      .venv/bin/python -m pip install -q --retries 2 --extra-index-url "$CPU_INDEX" "torch==${TORCH_VERSION}+cpu" ;;
+      .venv/bin/python -m pip install -q --retries 1 --timeout 15 --no-deps --extra-index-url "$CPU_INDEX" \
+        "torch==${TORCH_VERSION}+cpu" ;;
   cuda)
     .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" ;;
   *)
