@@ -35,12 +35,13 @@ RERANK=$ROOT/.venv/bin/rerank
 W=$(mkdir -p "${WORK:-$ROOT/runs/phrase-table-study}" && cd "${WORK:-$ROOT/runs/phrase-table-study}" && pwd)
 TIMES=$W/times.txt
 
-timed() { # timed LABEL COMMAND...: run it, and add "LABEL: N s" to times.txt
+timed() { # timed LABEL COMMAND...: run it (its output goes where the caller sends it), and add
+           # "LABEL: N s" to times.txt
     local label=$1 start
     shift
     start=$(date +%s)
     "$@"
-    echo "$label: $(( $(date +%s) - start )) s" | tee -a "$TIMES"
+    echo "$label: $(( $(date +%s) - start )) s" >> "$TIMES"
 }
 bleu() { "$RERANK" evaluate --tokenize none -r "$1" "$2" --json - |
          python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["systems"][0]["bleu"])'; }
@@ -108,4 +109,5 @@ done
 echo
 echo "BLEU: $("$RERANK" evaluate --tokenize none -r "$TEST.fr" "$W/baseline/seed${SEEDS%% *}.test.1best" --json - |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["bleu_signature"])')"
-echo "times (wall, 2-core machine): $TIMES"
+echo "wall times (2-core machine), from $TIMES:"
+cat "$TIMES"
