@@ -1,4 +1,4 @@
-"""Log-linear weights: files, their alignment with an n-best list's features, and reranking.
+"""Log-linear weights: YAML weights files and moses.ini weights, and their vector for an n-best list's features.
 
 A weights file is YAML, one entry per feature label, a number or a list of numbers::
 

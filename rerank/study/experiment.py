@@ -38,10 +38,12 @@ from rerank.errors import RerankError
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 from rerank.formats.nbest import write_nbest
 from rerank.rescore.merge import merge_nbest
+from rerank.tune.config import Optimizer
 
 if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
     from rerank.training.config import TrainConfig
+    from rerank.tune.config import TuneConfig
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ class ExperimentConfig:
     moses: MosesSystem
     dev: Split
     test: Split
-    optimizers: tuple[str, ...] = ("mert", "pro", "mira")
+    optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")
     seeds: tuple[int, ...] = (1, 2, 3)
     restarts: int = 20  # MERT's random restarts
     beam: int = 10
@@ -84,9 +86,6 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
             raise ValueError("give at least one optimizer and one seed")
-        unknown = set(self.optimizers) - {"mert", "pro", "mira"}
-        if unknown:
-            raise ValueError(f"unknown optimizers: {', '.join(sorted(unknown))}")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
 
 
@@ -288,9 +287,7 @@ class Experiment:
 
     def tune_rows(self) -> dict[str, dict[str, Score]]:
         """BLEU of every row (and the baseline) by optimiser: dev and test, one value per seed."""
-        from rerank.formats.weights import save_weights
         from rerank.tune.config import TuneConfig
-        from rerank.tune.tuning import Tuning
 
         c = self.config
         results: dict[str, dict[str, Score]] = {"moses": {"moses.ini": Score()}}
@@ -314,32 +311,32 @@ class Experiment:
                     weights.parent.mkdir(parents=True, exist_ok=True)
                     base = TuneConfig()
                     config = dataclasses.replace(
-                        base, optimizer=optimizer, seed=seed,  # type: ignore[arg-type]
+                        base, optimizer=optimizer, seed=seed,
                         mert=dataclasses.replace(base.mert, restarts=c.restarts),
                         bleu=dataclasses.replace(base.bleu, tokenize=c.tokenize))
-
-                    def tune(config: TuneConfig = config, init: str | Path = init, weights: Path = weights,
-                             features: tuple[str, ...] = features, nbest: Path = nbest) -> None:
-                        result = Tuning([c.dev.reference], config, init=init).on_nbest([nbest], features)
-                        save_weights(result.weights, weights)
-
                     logger.info("tuning %d of %d: %s, %s, seed %d (and reranking dev and test)", done, runs,
                                 row.key, optimizer, seed)
                     self.step(["tune", "--nbest", nbest, "-r", c.dev.reference, "--init", init, "--features",
                                ",".join(features), "--optimizer", optimizer, "--seed", seed, "--restarts",
-                               c.restarts, "--tokenize", c.tokenize, "-o", weights], [weights], tune, quiet=True)
+                               c.restarts, "--tokenize", c.tokenize, "-o", weights], [weights], self.tune_once,
+                              config, init, features, nbest, weights, quiet=True)
                     outputs = self.apply(row.key, tag, weights, nbest=row.nbest)
                     for split, path in outputs.items():
                         getattr(score, split).append(self.bleu(path, split))
         return results
 
+    def tune_once(self, config: TuneConfig, init: str | Path, features: tuple[str, ...], nbest: Path,
+                  weights: Path) -> None:
+        """``rerank tune`` on dev's scored n-best list, only ``features`` tuned."""
+        from rerank.formats.weights import save_weights
+        from rerank.tune.tuning import Tuning
+
+        result = Tuning([self.config.dev.reference], config, init=init).on_nbest([nbest], features)
+        save_weights(result.weights, weights)
+
     def apply(self, row: str, tag: str, weights: str | Path, nbest: str = "moses") -> dict[str, Path]:
         """1-best outputs of dev and test under ``weights`` (features without a weight count 0; a moses.ini's
         weights of features the list does not print are left out)."""
-        from rerank.formats.files import count_lines
-        from rerank.formats.weights import load_weights
-        from rerank.rescore.rerank import rerank_nbest
-
         outputs = {}
         for split in ("dev", "test"):
             output = self.out / "tuning" / row / f"{tag}.{split}.1best"
@@ -347,14 +344,8 @@ class Experiment:
             scored = self.out / f"{split}.{nbest}.scored.gz"
             source = getattr(self.config, split).source
 
-            def rerank(scored: Path = scored, source: str = source, output: Path = output) -> None:
-                values = load_weights(weights)
-                rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
-                             weights_name=str(weights), missing=0.0,
-                             known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
-
             self.step(["apply", scored, "--weights", weights, "--missing-weight", "0", "--source", source,
-                       "-o", output], [output], rerank, quiet=True)
+                       "-o", output], [output], rerank_once, scored, weights, source, output, quiet=True)
             outputs[split] = output
         return outputs
 
@@ -444,6 +435,19 @@ class Experiment:
                          f"perplexity {progress['best_ppl']:.2f}")
             lines.append(line)
         return lines
+
+
+def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) -> None:
+    """``rerank apply``: the 1-best of ``scored`` under ``weights``; features without a weight count 0, and
+    a moses.ini's weights of features the list does not print are left out."""
+    from rerank.formats.files import count_lines
+    from rerank.formats.weights import load_weights
+    from rerank.rescore.rerank import rerank_nbest
+
+    values = load_weights(weights)
+    rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
+                 weights_name=str(weights), missing=0.0,
+                 known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
 
 
 def train_model(config: TrainConfig) -> None:
