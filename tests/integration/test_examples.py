@@ -26,8 +26,13 @@ def quiet_model(path: Path) -> kenlm.Model:
 
 
 def test_sample_is_small() -> None:
-    """It ships with every clone: n-best lists, LM, phrase table and training slice stay under 3 MB."""
-    assert sum(p.stat().st_size for p in (REPO / "examples").rglob("*") if p.is_file()) < 3e6
+    """It ships with every clone: n-best lists, LM, phrase table and training slice stay under 3 MB, and
+    each shipped model (float16 weights and vocabularies) under 6 MB."""
+    assert sum(p.stat().st_size for p in (REPO / "examples" / "data").rglob("*") if p.is_file()) < 3e6
+    models = [p for p in (REPO / "examples" / "models").iterdir() if p.is_dir()]
+    assert sorted(p.name for p in models) == ["encdec", "rnnsearch"]
+    for model in models:
+        assert sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) < 6e6, model
 
 
 def test_sample_files_line_up() -> None:
