@@ -10,6 +10,7 @@
 # environment (all optional):
 #   SEEDS       tuning seeds, one tuning run each (default "1 2 3")
 #   THREADS     Moses' decoding threads (default 2)
+#   BASELINE    "no" to leave the re-tuned baseline out (default: in)
 #   WORK        the work directory (default runs/phrase-table-study)
 #
 # The model is first filtered to the sources of val and test_2016_flickr, as Moses users do (the
@@ -59,7 +60,8 @@ fi
 TABLE=$(sed -n 's/.*PhraseDictionaryMemory.* path=\([^ ]*\).*/\1/p' "$W/filtered/moses.ini")
 
 # 2. One more phrase-table column per model, and the moses.ini that uses it.
-systems=(baseline)
+systems=()
+[ "${BASELINE:-yes}" = no ] || systems=(baseline)
 for model in "${MODELS[@]}"; do
     name=$(basename "$model")
     mkdir -p "$W/$name"
