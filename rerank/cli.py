@@ -24,6 +24,7 @@ from rerank.commands import (
     evaluate,
     experiment,
     merge_nbest,
+    merge_shards,
     score_nbest,
     score_table,
     train,
@@ -43,6 +44,7 @@ COMMANDS: dict[str, ModuleType] = {
     "translate": translate,
     "align": align,
     "merge-nbest": merge_nbest,
+    "merge-shards": merge_shards,
     "experiment": experiment,
 }
 

@@ -35,3 +35,22 @@ class StoreOnce(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             parser.error(f"{option_string} given twice")
         setattr(namespace, self.dest, values)
+
+
+def add_shard_argument(parser: argparse.ArgumentParser, unit: str) -> None:
+    """``--shard I/N``: the command does only part I of N of its input (``unit`` says what the parts hold)."""
+    parser.add_argument(
+        "--shard", type=shard_argument, metavar="I/N",
+        help=f"process only part I of N of the input (1-based: 1/8 ... 8/8), a contiguous range of its {unit} "
+             "found from the file's size (no counting pass); -o names this part's output, and OUT.shard.yaml "
+             "beside it is what `rerank merge-shards` needs to join the parts")
+
+
+def shard_argument(text: str) -> object:
+    """An argparse type: a :class:`~rerank.formats.shards.Shard` from ``I/N``."""
+    from rerank.formats.shards import Shard
+
+    try:
+        return Shard.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -4,6 +4,11 @@ Each hypothesis gets "Label= v ..." at the end of field 3 ("LM1= -41.3 WP1= -11 
 other byte of the line stays as it was, so Moses' tools read the result as they read the input.
 The features come from a YAML config (--config configs/rescore.yaml) and from the flags below,
 which add to the config's list. With --source, n-best ids must be below its number of lines.
+
+With --shard I/N only part I of N of the n-best list is scored, into -o and its manifest
+-o.shard.yaml; `rerank merge-shards` joins the N parts into the list an unsharded run writes, byte
+for byte. A shard holds whole blocks of --batch-sentences sentence ids (0-63, 64-127, ...), which
+are scored together, sharded or not: the neural features' float32 values are the same.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import contextlib
 import logging
 from typing import Any
 
-from rerank.commands.arguments import StoreOnce, positive_int
+from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences scored together (default from the config: 64)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
+    add_shard_argument(parser, "sentences")
     lm = parser.add_argument_group("language model (KenLM)")
     lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
     lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.features.registry import read_specs
     from rerank.formats.files import display_name
     from rerank.formats.nbest import read_nbest
+    from rerank.formats.shards import ShardReader, check_shard_output, nbest_blocks, write_manifest
     from rerank.formats.streams import peek
     from rerank.rescore.append import RescoreConfig, score_nbest
 
@@ -98,16 +105,32 @@ def run(args: argparse.Namespace) -> int:
     if needy and args.source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
     nbest_name = display_name(args.nbest)
-    first, entries = peek(read_nbest(args.nbest))  # a bad first line fails before any model loads
-    if first is None:
-        logger.warning("%s is empty: nothing to score", nbest_name)
-    elif clashes := [spec.label for spec in specs if spec.label in first.layout.labels]:
-        raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
-                          "give the new feature another label")
-    features = [spec.build() for spec in specs]
-    with _threads(args.threads):
-        score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
-                    batch_sentences=args.batch_sentences or config.batch_sentences)
+    batch_sentences = args.batch_sentences or config.batch_sentences
+    reader = None
+    if args.shard is not None:
+        reader = ShardReader(args.nbest, args.shard, boundary=nbest_blocks(batch_sentences))
+        check_shard_output(args.shard, args.output)
+    with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
+        first, entries = peek(read_nbest(args.nbest, reader))  # a bad first line fails before any model loads
+        if first is None:
+            if reader is None:
+                logger.warning("%s is empty: nothing to score", nbest_name)
+        elif clashes := [spec.label for spec in specs if spec.label in first.layout.labels]:
+            raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
+                              "give the new feature another label")
+        features = [spec.build() for spec in specs]
+        with _threads(args.threads):
+            score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
+                        batch_sentences=batch_sentences)
+    if reader is not None:
+        settings = {key: getattr(args, key) for key in ("config", "source", "lm", "lm_label", "lm_oov", "word_penalty",
+                                                        "wp_label", "unk_vocab", "unk_corpus", "shortlist",
+                                                        "unk_label")}
+        settings["batch_sentences"] = batch_sentences
+        write_manifest(args.output, reader, command="score-nbest", kind="n-best list", settings=settings)
+        if first is None:
+            logger.info("%s: shard %s of %s has no sentences: wrote an empty list", args.output, args.shard,
+                        nbest_name)
     return 0
 
 

@@ -10,6 +10,12 @@ table is streamed: memory stays flat whatever its size.
 
 With --moses-ini, a moses.ini is also written in which the table has one more feature
 (num-features), one more weight (--weight) and the new table as its path.
+
+With --shard I/N only part I of N of the table is scored, into -o and its manifest -o.shard.yaml;
+`rerank merge-shards` joins the N parts (and writes the moses.ini) into the table an unsharded run
+writes, byte for byte. A shard holds whole segments of about 4096 source phrases (cut where a source
+phrase's CRC-32 is a multiple of 4096), which the scorer's windows never cross, sharded or not: the
+pairs scored together, and so the float32 values, are the same.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import argparse
 import logging
 import os
 
-from rerank.commands.arguments import StoreOnce, positive_int
+from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_int
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 logger = logging.getLogger(__name__)
@@ -33,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, action=StoreOnce, metavar="DIR",
                         help="model directory written by rerank train")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
+    add_shard_argument(parser, "lines")
     ini = parser.add_argument_group("moses.ini")
     ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
     ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
@@ -53,11 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import contextlib
+
     import torch
 
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO, display_name
     from rerank.formats.phrase_table import read_phrase_table
+    from rerank.formats.shards import ShardReader, check_shard_output, table_segments, write_manifest
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.search.scoring import Scorer, ScoringConfig
@@ -67,20 +77,36 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
+    reader = None
+    if args.shard is not None:
+        if args.moses_ini is not None:
+            raise RerankError("--moses-ini with --shard: the moses.ini points to the whole table; give "
+                              "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
+        reader = ShardReader(args.input, args.shard, boundary=table_segments())
+        check_shard_output(args.shard, args.output)
     table = display_name(args.input)
-    first, entries = peek(read_phrase_table(args.input, args.encoding))  # a bad first line fails before loading
-    num_scores = len(first.scores) if first is not None else None
-    ini = None
-    if args.moses_ini is not None:
-        ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, args.weight)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
-                               if (value := getattr(args, key)) is not None})
-    scorer = Scorer.load(args.model, torch_device(args.device), scoring)
-    score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                       show_progress=not args.quiet)
-    if first is None:
+    with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
+        # a bad first line fails before loading
+        first, entries = peek(read_phrase_table(args.input, args.encoding, reader))
+        num_scores = len(first.scores) if first is not None else None
+        ini = None
+        if args.moses_ini is not None:
+            ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
+                                  args.weight)
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
+                                   if (value := getattr(args, key)) is not None})
+        scorer = Scorer.load(args.model, torch_device(args.device), scoring)
+        score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
+                           show_progress=not args.quiet, count=reader is None)
+    if reader is not None:
+        write_manifest(args.output, reader, command="score-table", kind="phrase table",
+                       settings={"model": args.model, "encoding": args.encoding, "window": args.window,
+                                 "max_tokens": args.max_tokens})
+        if first is None:
+            logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
+    elif first is None:
         logger.warning("%s is empty: wrote an empty table", table)
     if ini is not None:
         ini.write(args.moses_ini_out)

@@ -18,6 +18,12 @@ weighted total, so that `rerank tune --decoder` (or Moses' mert) can tune them:
 
 --alignments and --attention write the attention of each sentence's best hypothesis: hard `i-j`
 pairs (source-target, 0-based) per line, or the soft weights as JSON lines. Progress goes to stderr.
+
+With --shard I/N only part I of N of the source lines is translated (n-best ids and attention ids
+stay those of the whole file), into each output and its manifest OUTPUT.shard.yaml; `rerank
+merge-shards` joins the N parts of each output into what an unsharded run writes, byte for byte. A
+shard holds whole blocks of 20 x --batch-size lines (1,000 by default), the sentences sorted and
+searched together, sharded or not: the float32 scores are the same.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import positive_float, positive_int
+from rerank.commands.arguments import add_shard_argument, positive_float, positive_int
 
 if TYPE_CHECKING:
     from rerank.search.beam import SearchConfig
@@ -75,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     device = parser.add_argument_group("device")
     device.add_argument("--device", default="cpu", help="torch device (default cpu)")
     device.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (default: torch's)")
+    add_shard_argument(parser, "lines (sentences)")
 
 
 def search_config(args: argparse.Namespace) -> SearchConfig:
@@ -115,12 +122,14 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
     from rerank.formats.files import display_name, read_lines
     from rerank.formats.nbest import check_label
+    from rerank.formats.shards import ShardReader, check_shard_output, line_blocks, write_manifest
     from rerank.models.checkpoint import load_model
     from rerank.models.config import DEFAULT_LABELS
     from rerank.models.device import torch_threads
     from rerank.search.alignment import require_attention_for
     from rerank.search.translate import (
         BATCH_SIZE,
+        SORT_WINDOW,
         TranslationOutputs,
         check_source_lengths,
         read_feature_weights,
@@ -133,20 +142,32 @@ def run(args: argparse.Namespace) -> int:
         label = check_label(args.label) if args.label is not None else None
     except ValueError as e:
         raise RerankError(f"--label: {e}") from None
-    sentences = [line.split() for _, line in read_lines(args.input)]
+    first_id = 0  # of the first sentence
+    if args.shard is None:
+        sentences = [line.split() for _, line in read_lines(args.input)]
+    else:
+        # whole blocks of the sentences translated together (batch size x SORT_WINDOW), as an unsharded run has them
+        block = (args.batch_size or BATCH_SIZE) * SORT_WINDOW
+        reader = ShardReader(args.input, args.shard, boundary=line_blocks(block), numbered=True)
+        check_shard_output(args.shard, args.output, args.alignments, args.attention)
+        with reader.file_line_numbers():
+            sentences = [line.split() for _, line in reader.lines()]
+        first_id = reader.lines_before() if sentences else 0
     loaded = load_model(args.model, args.device)
     label = label or DEFAULT_LABELS[loaded.architecture]
     if args.weights:
         config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))
     require_attention_for(loaded.model, alignments=bool(args.alignments), attention=bool(args.attention),
                           unk_replace=args.unk_replace)
-    check_source_lengths(sentences, loaded.model, args.input)
+    check_source_lengths(sentences, loaded.model, args.input, first_line=first_id + 1)
     dictionary = None  # no UNK replacement
     if args.unk_replace:
         dictionary = read_dictionary(args.dictionary) if args.dictionary else \
             phrase_table_dictionary(args.phrase_table) if args.phrase_table else {}
-    if not sentences:
+    if not sentences and args.shard is None:
         logger.warning("%s is empty: nothing to translate", display_name(args.input))
+    elif not sentences:
+        logger.info("shard %s of %s has no lines: nothing to translate", args.shard, display_name(args.input))
     batch_size = args.batch_size or BATCH_SIZE
     ranking = (f"{label} weight {config.weights.model:g}, WP0 weight {config.weights.word_penalty:g}"
                if config.weights else f"{config.length_penalty.kind} length penalty")
@@ -156,5 +177,14 @@ def run(args: argparse.Namespace) -> int:
                                  attention=args.attention)
     with torch_threads(args.threads):
         translate_file(loaded, sentences, outputs, config, label=label, dictionary=dictionary,
-                       batch_size=batch_size, device=args.device)
+                       batch_size=batch_size, device=args.device, first_id=first_id)
+    if args.shard is not None:
+        settings = {key: getattr(args, key) for key in ("model", "beam", "nbest", "length_penalty", "alpha", "weights",
+                                                        "max_ratio", "label", "unk_replace", "dictionary",
+                                                        "phrase_table")}
+        settings["batch_size"] = batch_size
+        for path, kind in ((args.output, "n-best list" if args.nbest else "translations"),
+                           (args.alignments, "alignments"), (args.attention, "attention")):
+            if path is not None:
+                write_manifest(path, reader, command="translate", kind=kind, settings=settings)
     return 0

@@ -45,20 +45,23 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     try:
         with _open_binary(path) as stream:
             for lineno, raw in enumerate(stream, 1):
-                if raw.endswith(b"\n"):
-                    raw = raw[:-1]
-                if raw.endswith(b"\r"):
-                    raise FormatError(name, lineno, "Unix line ends (\\n); convert the file with dos2unix",
-                                      got="a line ending in \r\n")
-                try:
-                    line = raw.decode(encoding)
-                except UnicodeDecodeError as e:
-                    bad = raw[max(0, e.start - 20): e.end + 20]
-                    raise FormatError(name, lineno, f"{encoding.upper()} text",
-                                      got=f"byte 0x{raw[e.start]:02x} at column {e.start + 1} in {bad!r}") from None
-                yield lineno, line
+                yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, name, lineno, encoding)
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise FormatError(name, lineno + 1, "a complete gzip stream", got=f"{type(e).__name__}: {e}") from None
+
+
+def decode_line(raw: bytes, name: str, lineno: int, encoding: str = "utf-8") -> str:
+    """One line (without its ``\\n``) of the file ``name`` as text; a CR line end or an invalid byte is a
+    :class:`~rerank.errors.FormatError` at line ``lineno``."""
+    if raw.endswith(b"\r"):
+        raise FormatError(name, lineno, "Unix line ends (\\n); convert the file with dos2unix",
+                          got="a line ending in \r\n")
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        bad = raw[max(0, e.start - 20): e.end + 20]
+        raise FormatError(name, lineno, f"{encoding.upper()} text",
+                          got=f"byte 0x{raw[e.start]:02x} at column {e.start + 1} in {bad!r}") from None
 
 
 @contextlib.contextmanager

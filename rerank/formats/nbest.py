@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from rerank.errors import FormatError
 from rerank.formats.files import atomic_output, display_name, read_lines
+from rerank.formats.shards import ShardReader
 
 SEPARATOR = "|||"
 MIN_FIELDS, MAX_FIELDS = 4, 6
@@ -134,12 +135,13 @@ def check_label(label: str) -> str:
     return label
 
 
-def read_nbest(path: str | os.PathLike[str]) -> Iterator[NBestEntry]:
-    """Stream the entries of an n-best list, checking every line against the first one."""
+def read_nbest(path: str | os.PathLike[str], shard: ShardReader | None = None) -> Iterator[NBestEntry]:
+    """Stream the entries of an n-best list (of one ``shard`` of it, cut between sentences: see
+    :func:`~rerank.formats.shards.nbest_sentence`), checking every line against the first one."""
     name = display_name(path)
     layout: FeatureLayout | None = None
     previous_id = -1
-    for lineno, line in read_lines(path):
+    for lineno, line in shard.lines() if shard is not None else read_lines(path):
         fields = tuple(line.split(SEPARATOR))
         if not MIN_FIELDS <= len(fields) <= MAX_FIELDS:
             raise FormatError(name, lineno, f"{MIN_FIELDS} to {MAX_FIELDS} fields separated by '{SEPARATOR}' "

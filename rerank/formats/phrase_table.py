@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from rerank.errors import FormatError
 from rerank.formats.files import atomic_output, display_name, read_lines
 from rerank.formats.nbest import format_value
+from rerank.formats.shards import ShardReader
 
 SEPARATOR = "|||"
 MIN_FIELDS, MAX_FIELDS = 3, 7
@@ -50,14 +51,16 @@ class PhraseEntry:
         return PhraseEntry(fields, self.scores + (value,), self.lineno)
 
 
-def read_phrase_table(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterator[PhraseEntry]:
-    """Stream the entries of a phrase table, checking that every line has as many scores as the first.
+def read_phrase_table(path: str | os.PathLike[str], encoding: str = "utf-8",
+                      shard: ShardReader | None = None) -> Iterator[PhraseEntry]:
+    """Stream the entries of a phrase table (of one ``shard`` of it), checking that every line has as many
+    scores as the first.
 
     Write a table read with another ``encoding`` back with the same one.
     """
     name = display_name(path)
     num_scores: int | None = None
-    for lineno, line in read_lines(path, encoding):
+    for lineno, line in shard.lines(encoding) if shard is not None else read_lines(path, encoding):
         fields = tuple(line.split(SEPARATOR))
         if not MIN_FIELDS <= len(fields) <= MAX_FIELDS:
             raise FormatError(name, lineno, f"{MIN_FIELDS} to {MAX_FIELDS} fields separated by '{SEPARATOR}' "

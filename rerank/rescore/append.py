@@ -7,6 +7,7 @@ or on a whole test set.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -18,7 +19,6 @@ import numpy as np
 from rerank.errors import RerankError, counted
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
-from rerank.formats.streams import chunks
 from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
 from rerank.rescore.feature import Feature
@@ -86,14 +86,17 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
                  source: SourceText | None = None, batch_sentences: int = 64) -> Iterator[NBestEntry]:
     """The entries with every feature's values appended to field 3, in file order.
 
-    Each feature scores the (source, hypothesis) pairs of ``batch_sentences`` sentences at a time.
-    With a ``source``, an n-best id beyond its last line is an error; without one, features get an
-    empty source.
+    Each feature scores the (source, hypothesis) pairs of a block of ``batch_sentences`` sentence ids
+    at a time (0-63, 64-127, ...: the same blocks in a shard of the list, see
+    :func:`~rerank.formats.shards.nbest_blocks`). With a ``source``, an n-best id beyond its last line is
+    an error; without one, features get an empty source.
     """
     layout: FeatureLayout | None = None
     progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
     hypotheses = 0
-    for chunk in chunks(group_by_sentence(entries), batch_sentences):
+    blocks = itertools.groupby(group_by_sentence(entries), key=lambda group: group[0] // batch_sentences)
+    for _, block in blocks:
+        chunk = list(block)
         flat = [entry for _, group in chunk for entry in group]
         if layout is None:
             layout = extended_layout(flat[0].layout, features, nbest_name)

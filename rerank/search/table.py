@@ -6,6 +6,11 @@ each phrase-table score x, so the value is written as exp(ln p) floored at exp(-
 about -100 for it, as it would have anyway, and the value is never 0, whose log is -inf for the
 other tools that read tables. Every other byte of each line stays as it was, and the lines keep
 their order. The table is streamed: memory stays flat whatever its size.
+
+The scorer's windows start afresh at each segment of the table
+(:func:`~rerank.formats.shards.table_segments`: cut before a source phrase chosen by its content),
+where the shards of ``score-table --shard`` start too: the pairs scored together, and so the values,
+are the same in a shard as in the whole table.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from rerank.errors import FormatError, RerankError, counted
 from rerank.formats.files import STDIO, count_lines, display_name
 from rerank.formats.moses_ini import MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry, write_phrase_table
+from rerank.formats.shards import WHITESPACE, starts_table_segment
 from rerank.progress import progress_bar, summary
 from rerank.search.scoring import Scorer
 
@@ -27,10 +33,12 @@ logger = logging.getLogger(__name__)
 
 
 def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
-                       output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True) -> None:
-    """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended."""
-    appender = ScoreAppender(scorer, display_name(table))
-    total = count_lines(table, encoding) if str(table) != STDIO else None
+                       output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
+                       count: bool = True) -> None:
+    """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended;
+    with ``count``, the table's lines are counted first, for the progress bar."""
+    appender = ScoreAppender(scorer, display_name(table), encoding)
+    total = count_lines(table, encoding) if count and str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
 
     def shown(windows: Iterator[list[PhraseEntry]]) -> Iterator[list[PhraseEntry]]:
@@ -62,18 +70,22 @@ def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.Path
 class ScoreAppender:
     """Appends exp(ln p(target | source)) to phrase-table entries; counts the values it floored."""
 
-    def __init__(self, scorer: Scorer, table: str):
+    def __init__(self, scorer: Scorer, table: str, encoding: str = "utf-8"):
         self.scorer = scorer
         self.table = table
+        self.encoding = encoding
         self.floored = 0
 
     def scored(self, entries: Iterable[PhraseEntry]) -> Iterator[list[PhraseEntry]]:
-        """The entries with their new score, in order, a window of the scorer at a time."""
-        ahead, behind = itertools.tee(entries)
-        pairs = ((entry.source.split(), entry.target.split()) for entry in ahead)
-        for log_probs in self.scorer.score_windows(pairs):
-            window = list(itertools.islice(behind, len(log_probs)))
-            yield [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
+        """The entries with their new score, in order, a window of the scorer at a time (the windows of
+        each segment of the table apart)."""
+        for _, segment in itertools.groupby(entries, key=_Segments(self.encoding)):
+            ahead, behind = itertools.tee(segment)
+            pairs = ((entry.source.split(), entry.target.split()) for entry in ahead)
+            for log_probs in self.scorer.score_windows(pairs):
+                window = list(itertools.islice(behind, len(log_probs)))
+                yield [self.with_value(entry, log_prob)
+                       for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
 
     def with_value(self, entry: PhraseEntry, log_prob: float) -> PhraseEntry:
         """``entry`` with exp(ln p) appended; a non-finite ln p is an error naming the line."""
@@ -87,3 +99,19 @@ class ScoreAppender:
 def phrase_table_value(log_prob: float) -> float:
     """What a phrase table holds for ln p: exp(ln p), floored at Moses' lowest score so that it is never 0."""
     return math.exp(max(log_prob, MOSES_LOWEST_LOG))
+
+
+class _Segments:
+    """A key for :func:`itertools.groupby`: the number of the table segment of each entry, in order."""
+
+    def __init__(self, encoding: str):
+        self.encoding = encoding
+        self.previous: bytes | None = None
+        self.number = 0
+
+    def __call__(self, entry: PhraseEntry) -> int:
+        source = entry.fields[0].strip(WHITESPACE).encode(self.encoding)
+        if starts_table_segment(self.previous, source):
+            self.number += 1
+        self.previous = source
+        return self.number

@@ -81,11 +81,12 @@ class TranslationOutputs:
 
 def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: TranslationOutputs,
                    config: SearchConfig, *, label: str, dictionary: Mapping[str, str] | None = None,
-                   batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu") -> None:
+                   batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu", first_id: int = 0) -> None:
     """Translate ``sentences`` and write every output atomically: all of them at the end, or none on an error.
 
     ``label`` names the model's ln p in the n-best list; with ``dictionary`` (even an empty one) each
-    ``<unk>`` is replaced (see :func:`~rerank.search.alignment.replace_unknowns`).
+    ``<unk>`` is replaced (see :func:`~rerank.search.alignment.replace_unknowns`). The sentences' ids
+    start at ``first_id`` (a shard's first line's place in its file).
     """
     model = loaded.model
     require_attention_for(model, alignments=bool(outputs.alignments), attention=bool(outputs.attention),
@@ -95,7 +96,7 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
         out = files.enter_context(atomic_output(outputs.output))
         alignments = files.enter_context(atomic_output(outputs.alignments)) if outputs.alignments else None
         attention = files.enter_context(atomic_output(outputs.attention)) if outputs.attention else None
-        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True)):
+        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):
             words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
             if outputs.nbest:
                 for h, hypothesis_words in zip(hypotheses, words, strict=True):
@@ -133,13 +134,15 @@ def hypothesis_features(hypothesis: Hypothesis, label: str,
     return [(label, [hypothesis.score]), (WORD_PENALTY, [-float(words)])], weights.total(hypothesis.score, words)
 
 
-def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike[str]) -> None:
-    """The location score has one output per source position: refuse longer sentences before searching."""
+def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike[str],
+                         first_line: int = 1) -> None:
+    """The location score has one output per source position: refuse longer sentences before searching
+    (``first_line``: the line number of the first sentence in ``path``)."""
     config = model.config
     if config.architecture != "rnnsearch" or config.attention.score != "location":
         return
     limit = config.attention.max_source_length - 1  # and </s>
-    for lineno, sentence in enumerate(sentences, 1):
+    for lineno, sentence in enumerate(sentences, first_line):
         if len(sentence) > limit:
             raise FormatError(display_name(path), lineno, f"at most {limit} words: the model's location attention "
                               f"has max_source_length {limit + 1} (words and </s>)",

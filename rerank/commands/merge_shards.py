@@ -1,0 +1,74 @@
+"""Join the outputs of a --shard run (score-table, score-nbest, translate) into the whole output.
+
+Give the N outputs in any order (a shell glob does): each has a manifest, OUT.shard.yaml, written
+when its shard finished. merge-shards checks that shards 1..N are all there, each complete and
+unchanged since, made from the same input with the same settings, and contiguous, then writes
+their text in order: what the same command writes without --shard, byte for byte (a .gz output is
+recompressed as rerank writes gzip, so its bytes match too, with the same zlib). A missing, stale
+or foreign shard is an error that names it, and nothing is written.
+
+  rerank score-table table.gz -o parts/table.$I-of-8.gz --model M --shard $I/8    # each array task
+  rerank merge-shards parts/table.*-of-8.gz -o table.rnn.gz \\
+      --moses-ini moses.ini --moses-ini-out moses.rnn.ini
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from rerank.commands.arguments import StoreOnce
+
+logger = logging.getLogger(__name__)
+
+OUTPUTS = ("output", "moses_ini_out")  # checked by rerank.cli before the command runs
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
+
+    parser.add_argument("shards", nargs="+", metavar="PART", help="the output of each shard (-o of its run)")
+    parser.add_argument("-o", "--output", required=True, action=StoreOnce, metavar="OUT",
+                        help="the whole output (.gz for gzip)")
+    ini = parser.add_argument_group("moses.ini (score-table shards)")
+    ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses the table")
+    ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT",
+                     help="where to write it with the new score and OUT as the table")
+    ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
+                     help="the table's feature name in IN (default: %(default)s)")
+    ini.add_argument("--weight", type=float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+                     help="initial weight of the new score (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rerank.errors import RerankError
+    from rerank.formats.files import STDIO
+    from rerank.formats.shards import check_shards, merge_shards
+
+    if (args.moses_ini is None) != (args.moses_ini_out is None):
+        raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
+    if args.output == STDIO:
+        raise RerankError("merge-shards writes a file: give -o OUT")
+    ini = None
+    if args.moses_ini is not None:
+        shards = check_shards(args.shards)
+        if shards[0].command != "score-table":
+            raise RerankError(f"--moses-ini is for the shards of score-table, not of {shards[0].command}")
+        from rerank.formats.phrase_table import read_phrase_table
+        from rerank.search.table import table_moses_ini
+
+        num_scores = None  # of the table that was scored: one less than its shards have
+        for shard in shards:
+            entry = next(read_phrase_table(shard.path, str(shard.settings.get("encoding") or "utf-8")), None)
+            if entry is not None:
+                num_scores = len(entry.scores) - 1
+                break
+        ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, args.weight)
+    ordered = merge_shards(args.shards, args.output)
+    logger.info("%s: the %d shards of %s (%s of %s)", args.output, len(ordered), ordered[0].input.get("path"),
+                ordered[0].kind, ordered[0].command)
+    if ini is not None:
+        ini.write(args.moses_ini_out)
+        logger.info("%s: %s has one more score, weighted %g, read from %s", args.moses_ini_out, args.table,
+                    args.weight, args.output)
+    return 0
