@@ -63,7 +63,8 @@ def sharded(tmp_path: Path, count: int, command: list[object], output: str) -> l
 
 
 def lines_of(path: Path) -> int:
-    return len(gzip.decompress(path.read_bytes()).splitlines() if path.suffix == ".gz" else path.read_bytes().splitlines())
+    data = path.read_bytes()
+    return len((gzip.decompress(data) if path.suffix == ".gz" else data).splitlines())
 
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["gzip", "plain"])
