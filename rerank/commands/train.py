@@ -2,7 +2,12 @@
 
 The model directory (output_dir, or --output-dir) gets config.yaml, vocab.src.txt, vocab.trg.txt,
 model.pt (the best weights by validation perplexity) and checkpoint.pt; started again, a run
-resumes exactly where it stopped. Every value is checked when the config is read. The config's
+resumes exactly where it stopped. Every value is checked when the config is read.
+
+Under torchrun (torchrun --nproc-per-node 4 -m rerank train --config C), the processes share each
+update: training.batch_size is the global batch, each process scores every WORLD_SIZE-th pair of it,
+the gradients are averaged (gloo), and process 0 alone validates, logs and writes the model
+directory; a stopped run resumes exactly with the same number of processes. The config's
 keys, with their defaults (configs/*.yaml are examples; those reading ../shared/data need it;
 data needs either train or phrase_table):
 """
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 
 from rerank.commands.arguments import positive_int
 from rerank.config import describe_keys
@@ -25,7 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from rerank.training.config import load_train_config
+    from rerank.training.distributed import process_group, world_from_env
     from rerank.training.trainer import Trainer
 
     config = load_train_config(args.config)
@@ -33,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, output_dir=args.output_dir)
     if args.threads:
         config = dataclasses.replace(config, training=dataclasses.replace(config.training, threads=args.threads))
-    progress = Trainer(config).train()
-    print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
-          f"updates ({progress.finished})")
+    world = world_from_env()
+    if not world.is_main:  # process 0 speaks for the run
+        logging.getLogger("rerank").setLevel(logging.WARNING)
+    with process_group(world, torch.device("cpu")):
+        progress = Trainer(config, world).train()
+    if world.is_main:
+        print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
+              f"updates ({progress.finished})")
     return 0

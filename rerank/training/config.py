@@ -39,7 +39,7 @@ class TrainingConfig:
     learning_rate: float = 1.0  # Adadelta's scale (1.0, as the papers); for Adam, 1e-3 say
     adadelta_rho: float = 0.95
     adadelta_eps: float = 1e-6
-    batch_size: int = 80  # sentence pairs per update
+    batch_size: int = 80  # sentence pairs per update (under torchrun: over all processes together)
     bucket_window: int = 20  # sort by length within this many batches
     clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
     max_epochs: int = 10

@@ -1,5 +1,6 @@
 """Training both architectures: maximum likelihood, length-bucketed batches, clipping, validation
-perplexity, early stopping, and checkpoints that resume exactly where a run stopped."""
+perplexity, early stopping, and checkpoints that resume exactly where a run stopped; in one process,
+or in several under torchrun (see :mod:`rerank.training.distributed`)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from rerank.models.seq2seq import Seq2Seq, token_log_probs
 from rerank.models.vocab import Vocabulary
 from rerank.training.config import TrainConfig
 from rerank.training.data import bucketed_order, make_batch, read_parallel, read_phrase_pairs
+from rerank.training.distributed import World, data_parallel
 
 logger = logging.getLogger(__name__)
 
@@ -51,12 +53,16 @@ class Progress:
 
 
 class Trainer:
-    """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there."""
+    """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there;
+    ``world``: this process's place under torchrun (the process group must be set up)."""
 
-    def __init__(self, config: TrainConfig):
+    def __init__(self, config: TrainConfig, world: World | None = None):
         self.config = config
+        self.world = world or World()
         self.out = Path(config.output_dir)
-        self._prepare_output()
+        if self.world.is_main:
+            self._prepare_output()
+        self.world.barrier()  # the others read what process 0 wrote
         self._load_data()
         torch.manual_seed(config.training.seed)
         self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab))
@@ -64,6 +70,9 @@ class Trainer:
         self.progress = Progress(learning_rate=config.training.learning_rate)
         if (self.out / CHECKPOINT).exists():
             self._resume()
+        elif self.world.distributed:  # the same weights everywhere, dropout masks of each process's own
+            torch.manual_seed(dropout_seed(config.training.seed, self.world.rank))
+        self.parallel_model = data_parallel(self.model, self.world)
 
     def _prepare_output(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -97,8 +106,9 @@ class Trainer:
         else:
             self.src_vocab = Vocabulary.build(kept.sources, data.src_vocab_size)
             self.trg_vocab = Vocabulary.build(kept.targets, data.trg_vocab_size)
-            self.src_vocab.save(self.out / SRC_VOCAB)
-            self.trg_vocab.save(self.out / TRG_VOCAB)
+            if self.world.is_main:
+                self.src_vocab.save(self.out / SRC_VOCAB)
+                self.trg_vocab.save(self.out / TRG_VOCAB)
         logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
                     len(self.trg_vocab))
         self.train_src = to_ids(kept.sources, self.src_vocab)
@@ -123,15 +133,30 @@ class Trainer:
         try:
             self.optimizer.load_state_dict(state["optimizer"])
             self.progress = Progress(**state["progress"])
-            torch.set_rng_state(state["rng"])
-        except (KeyError, TypeError, ValueError) as e:
+            states = state.get("rng_ranks", [state["rng"]])
+            if len(states) == self.world.size:
+                torch.set_rng_state(states[self.world.rank])
+            else:  # another number of processes: the run goes on, with dropout masks of its own from here
+                torch.manual_seed(dropout_seed(self.config.training.seed, self.world.rank, self.progress.updates))
+                if self.world.is_main:
+                    logger.warning("%s was written by %d training processes, resumed by %d: the dropout masks "
+                                   "differ from here on from those of the run that stopped", path, len(states),
+                                   self.world.size)
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
             raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
         logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
                     self.progress.epoch + 1, self.progress.batch)
 
     def _save_checkpoint(self) -> None:
-        save_state({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                    "progress": vars(self.progress), "rng": torch.get_rng_state()}, self.out / CHECKPOINT)
+        """Process 0 writes the checkpoint, with every process's random state (gathered from all)."""
+        states = self.world.rng_states()
+        if not self.world.is_main:
+            return
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "progress": vars(self.progress), "rng": states[0]}
+        if self.world.distributed:
+            state["rng_ranks"] = states
+        save_state(state, self.out / CHECKPOINT)
 
     def train(self) -> Progress:
         """Train until a limit is met (see :meth:`_stop_reason`), with ``training.threads`` CPU threads."""
@@ -163,7 +188,9 @@ class Trainer:
             p.batch += 1
             if p.batch == len(batches):
                 p.epoch, p.batch = p.epoch + 1, 0
-            p.seconds = time.monotonic() - started
+            # the whole batch's loss and tokens, and process 0's clock: every process stops at the same update
+            totals, p.seconds = self.world.sum_and_main([loss_sum, tokens], time.monotonic() - started)
+            loss_sum, tokens = totals[0], round(totals[1])
             window_tokens += tokens
             window_loss += loss_sum
             window_updates += 1
@@ -204,24 +231,32 @@ class Trainer:
 
     def _update(self, indices: np.ndarray) -> tuple[float, int]:
         """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
-        batch = make_batch([self.train_src[i] for i in indices], [self.train_trg[i] for i in indices])
-        logits = self.model(batch.src, batch.src_len, batch.trg)
+        part, weight = self.world.share(indices)  # all of it in one process
+        batch = make_batch([self.train_src[i] for i in part], [self.train_trg[i] for i in part])
+        logits = self.parallel_model(batch.src, batch.src_len, batch.trg)
         nll = -token_log_probs(logits, batch.trg).sum()
         self.optimizer.zero_grad(set_to_none=True)
-        torch.autograd.backward(nll / len(indices))  # mean sentence log-likelihood (Cho et al. 2014, Eq. 4)
+        # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
+        # gradients are averaged over the processes, hence the weight (the number of processes)
+        torch.autograd.backward(nll * weight / len(indices))
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
         self.optimizer.step()
-        return nll.item(), batch.target_tokens
+        return (nll.item(), batch.target_tokens) if weight else (0.0, 0)
 
     def _validate(self) -> None:
+        """Process 0 validates and tells the others the perplexity; every process keeps the same progress."""
         p, t = self.progress, self.config.training
-        ppl = validation_perplexity(self.model, self.valid_src, self.valid_trg)
-        self.model.train()
+        ppl = math.nan
+        if self.world.is_main:
+            ppl = validation_perplexity(self.model, self.valid_src, self.valid_trg)
+            self.model.train()
+        ppl = self.world.from_main(ppl)
         improved = ppl < p.best_ppl
         p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
         if improved:
             p.best_ppl, p.bad_validations = ppl, 0
-            save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
+            if self.world.is_main:
+                save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
         else:
             p.bad_validations += 1
             if t.lr_decay != 1.0:
@@ -231,6 +266,11 @@ class Trainer:
         logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
                     " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
         self._save_checkpoint()
+
+
+def dropout_seed(seed: int, rank: int, updates: int = 0) -> int:
+    """The seed of a training process's own random stream (dropout masks) under torchrun."""
+    return int(np.random.SeedSequence([seed, rank, updates]).generate_state(1)[0])
 
 
 def validation_perplexity(model: Seq2Seq, src_ids: list[list[int]], trg_ids: list[list[int]],
