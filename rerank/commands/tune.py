@@ -17,6 +17,10 @@ penalty WP0 and writes both to its n-best list; start from an init.yaml of `RNNs
       --decoder "rerank translate --model models/rnnsearch -i {source} -o {nbest} --beam 10 \\
                  --nbest {nbest_size} --weights {weights_file}"
 
+With --jobs N the decoder runs on N parts of the source at once, locally or, with --submit, as cluster
+jobs ("qsub -sync y -b y -cwd {command}", "srun {command}"), and the parts' n-best lists are joined
+with the whole source's sentence ids (see rerank.tune.parallel), as moses-parallel.pl does.
+
 The weights are written as YAML and, with --moses-ini, into a copy of that moses.ini. Settings come
 from --config (see configs/tune.yaml); the flags below override single ones.
 """
@@ -72,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decoder-flags", metavar="FLAGS", default="",
                         help="extra flags appended to every --decoder command (mert-moses.pl's --decoder-flags), "
                              "e.g. \"-threads 2\"")
+    parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                        help="run the decoder on N parts of the source at once and join their n-best lists "
+                             "(moses-parallel.pl's --jobs); give the decoder one thread each (default: 1)")
+    parser.add_argument("--submit", metavar="TEMPLATE",
+                        help="run each part through this command instead of locally, {command} standing for the "
+                             "part's script; it must wait for the job and exit with its status, e.g. "
+                             "\"qsub -sync y -b y -cwd -o /dev/null -e /dev/null {command}\" or \"srun {command}\"")
     parser.add_argument("--iterations", type=positive_int, metavar="N", help="overrides loop.max_iterations")
     parser.add_argument("--nbest-size", type=positive_int, metavar="N", help="overrides loop.nbest_size")
     parser.add_argument("--tokenize", metavar="TOK", help="overrides bleu.tokenize (a sacrebleu tokenizer)")
@@ -107,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.moses_ini import MosesIni
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
+    from rerank.tune.parallel import Jobs
     from rerank.tune.tuning import Tuning, write_moses_ini
 
     config = resolved_config(args)
@@ -114,12 +126,15 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--decoder needs --source, the text to translate")
     if args.source and not args.decoder:
         raise RerankError("--source is for --decoder; with --nbest it is not needed")
+    if (args.jobs != 1 or args.submit) and not args.decoder:
+        raise RerankError("--jobs and --submit are for --decoder: they run the decoder in parts")
     if args.decoder and args.features:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
         decoder = f"{args.decoder} {args.decoder_flags}".strip()
-        result = tuning.with_decoder(decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"))
+        result = tuning.with_decoder(decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"),
+                                     Jobs(args.jobs, args.submit))
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None

@@ -26,6 +26,10 @@ The decoder is a shell command template with placeholders:
 
 For Moses: ``moses -f moses.ini -n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}``
 (or ``-n-best-list - ...`` to have the n-best list on stdout).
+
+With :class:`~rerank.tune.parallel.Jobs` of N > 1 (``--jobs N``), each iteration runs the decoder on N parts
+of the source at once, locally or through a cluster's submit command, and joins their n-best lists (see
+:mod:`rerank.tune.parallel`); the result is the same n-best list.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
 from rerank.tune.optimize import corpus_bleu, optimise
+from rerank.tune.parallel import Jobs, Part, decode_in_parts, split_source
 from rerank.tune.stats import log_bleu
 
 logger = logging.getLogger(__name__)
@@ -125,14 +130,18 @@ class TuningLoop:
     """Decoder runs and optimisations until the weights settle.
 
     :param pool: an empty pool for the tuning set's references.
+    :param jobs: how many parts of the source the decoder runs on at once, and how.
     """
 
-    def __init__(self, command: DecoderCommand, source: Path, pool: NBestPool, config: TuneConfig, work_dir: Path):
+    def __init__(self, command: DecoderCommand, source: Path, pool: NBestPool, config: TuneConfig, work_dir: Path,
+                 jobs: Jobs | None = None):
         self.command = command
         self.source = source
         self.pool = pool
         self.config = config
         self.work_dir = work_dir
+        self.jobs = jobs or Jobs()
+        self._parts: list[Part] | None = None
 
     def run(self, initial: Weights, align: Callable[[FeatureLayout], np.ndarray]) -> LoopResult:
         """Tune from ``initial``, the weights of the first decoder run; ``align`` gives them as a
@@ -234,9 +243,16 @@ class TuningLoop:
         nbest = self.work_dir / f"run{number}.best{size}.out"
         weights_file = self.work_dir / f"run{number}.weights.yaml"
         save_weights(weights, weights_file)
-        command = self.command.render({
-            "weights_overwrite": weights_overwrite(weights), "weights_file": str(weights_file),
-            "nbest": str(nbest), "nbest_size": str(size), "source": str(self.source)})
+        values = {"weights_overwrite": weights_overwrite(weights), "weights_file": str(weights_file),
+                  "nbest_size": str(size)}
+        if self.jobs.parallel:
+            if self._parts is None:
+                self._parts = split_source(self.source, self.jobs.count, self.work_dir)
+            values["weights_file"] = str(weights_file.resolve())
+            decode_in_parts(values, self.command.render, self._parts, self.jobs, number, self.work_dir, nbest,
+                            writes_nbest_file=self.command.writes_nbest_file, reads_stdin=self.command.reads_stdin)
+            return nbest
+        command = self.command.render({**values, "nbest": str(nbest), "source": str(self.source)})
         stdout = self.work_dir / f"run{number}.out" if self.command.writes_nbest_file else nbest
         log = self.work_dir / f"run{number}.decoder.log"
         logger.info("iteration %d: %s", number, command)

@@ -26,6 +26,7 @@ from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
 from rerank.tune.optimize import optimise
+from rerank.tune.parallel import Jobs
 from rerank.tune.stats import BleuStatistics
 
 logger = logging.getLogger(__name__)
@@ -89,17 +90,17 @@ class Tuning:
         weights[columns] = optimise(data, start, self.config, np.random.default_rng(self.config.seed))
         return self._result(weights, layout)
 
-    def with_decoder(self, decoder: str, source: str | os.PathLike[str],
-                     work_dir: str | os.PathLike[str]) -> TuneResult:
-        """Run the decoder command on ``source``, merge its n-best list into all earlier ones, re-optimise,
-        until the weights settle (see :mod:`rerank.tune.loop`)."""
+    def with_decoder(self, decoder: str, source: str | os.PathLike[str], work_dir: str | os.PathLike[str],
+                     jobs: Jobs | None = None) -> TuneResult:
+        """Run the decoder command on ``source`` (in ``jobs`` parts at once), merge its n-best list into all
+        earlier ones, re-optimise, until the weights settle (see :mod:`rerank.tune.loop`)."""
         if not self.initial:
             raise RerankError("a decoder in the loop needs starting weights: give a moses.ini or a weights file")
         source_lines = len(read_text(source))
         if source_lines != len(self.references[0]):
             raise FormatError(str(source), None, f"{len(self.references[0])} lines, as {self.reference_names[0]} "
                               "has", got=f"{source_lines} lines")
-        loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir))
+        loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs)
         result = loop.run(self.initial, self.start)
         return self._result(result.weights, result.layout, result.iterations, result.converged)
 

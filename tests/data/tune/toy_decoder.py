@@ -1,6 +1,7 @@
 """A stand-in decoder for tests of ``rerank tune --decoder``: its n-best list depends on the weights.
 
-Its search space is a fixed Moses n-best list (``--space``): for every input sentence it prints,
+Its search space is a fixed Moses n-best list (``--space``): for every input sentence (``source sentence K``
+stands for sentence K of the space, anywhere in the input; another line for its own line number) it prints,
 in Moses' n-best format, the ``--nbest-size`` hypotheses with the highest score features · weights,
 best first. The weights come as Moses' ``-weight-overwrite`` string or as a YAML weights file.
 """
@@ -46,14 +47,16 @@ def main():
             score = sum(w * v for label in labels for w, v in zip(weights.get(label, []), values[label], strict=False))
             space.setdefault(int(fields[0]), {}).setdefault(fields[1].strip(), (score, fields[2].strip()))
     source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    sentences = sum(1 for _ in source)
+    lines = [line.split() for line in source]
     out = sys.stdout if args.nbest == "-" else open(args.nbest, "w", encoding="utf-8")
-    for sentence in range(sentences):
-        ranked = sorted(space[sentence].items(), key=lambda item: -item[1][0])[: args.nbest_size]
+    for sentence, words in enumerate(lines):
+        # "source sentence 7" is translated from sentence 7 of the space, wherever it is in the input
+        key = int(words[-1]) if words and words[-1].isdigit() else sentence
+        ranked = sorted(space[key].items(), key=lambda item: -item[1][0])[: args.nbest_size]
         for hypothesis, (score, features) in ranked:
             out.write(f"{sentence} ||| {hypothesis} ||| {features} ||| {score:.6g}\n")
     out.close()
-    print(f"translated {sentences} sentences", file=sys.stderr)
+    print(f"translated {len(lines)} sentences", file=sys.stderr)
 
 
 if __name__ == "__main__":
