@@ -37,12 +37,13 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_shard_argument(parser: argparse.ArgumentParser, unit: str) -> None:
-    """``--shard I/N``: the command does only part I of N of its input (``unit`` says what the parts hold)."""
+def add_shard_argument(parser: argparse.ArgumentParser, unit: str, counting: str = "no counting pass") -> None:
+    """``--shard I/N``: the command does only part I of N of its input (``unit`` says what the parts hold,
+    ``counting`` what is read before the part)."""
     parser.add_argument(
         "--shard", type=shard_argument, metavar="I/N",
         help=f"process only part I of N of the input (1-based: 1/8 ... 8/8), a contiguous range of its {unit} "
-             "found from the file's size (no counting pass); -o names this part's output, and OUT.shard.yaml "
+             f"found from the file's size ({counting}); -o names this part's output, and OUT.shard.yaml "
              "beside it is what `rerank merge-shards` needs to join the parts")
 
 

@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     device = parser.add_argument_group("device")
     device.add_argument("--device", default="cpu", help="torch device (default cpu)")
     device.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (default: torch's)")
-    add_shard_argument(parser, "lines (sentences)")
+    add_shard_argument(parser, "lines", "the lines before it are counted, for the sentence ids")
 
 
 def search_config(args: argparse.Namespace) -> SearchConfig:
