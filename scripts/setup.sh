@@ -41,4 +41,5 @@ case "$torch_build" in
     echo "setup: RERANK_TORCH must be cpu or cuda, not '$torch_build'" >&2
     exit 2 ;;
 esac
-.venv/bin/python -m pip install -q -e ".[test]"
+# test: pytest, ruff, mypy; ray: Ray Data for score-table --ray, which the tests run on a local cluster
+.venv/bin/python -m pip install -q -e ".[test,ray]"

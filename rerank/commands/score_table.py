@@ -16,6 +16,10 @@ With --shard I/N only part I of N of the table is scored, into -o and its manife
 writes, byte for byte. A shard holds whole segments of about 4096 source phrases (cut where a source
 phrase's CRC-32 is a multiple of 4096), which the scorer's windows never cross, sharded or not: the
 pairs scored together, and so the float32 values, are the same.
+
+With --ray the pairs are scored by a pool of Ray workers (pip install 'rerank[ray]'), on this machine
+(--ray local) or on a running cluster (--ray ADDRESS; the table's path must be readable from every
+node), each loading the model once; the output is the same, byte for byte (see docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -23,9 +27,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_int
+from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_float, positive_int
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
+
+if TYPE_CHECKING:
+    from rerank.search.ray_table import RayCluster
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +65,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     speed.add_argument("--threads", type=positive_int, action=StoreOnce, metavar="N",
                        help="CPU threads (default: all cores)")
     speed.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    ray = parser.add_argument_group("Ray cluster")
+    ray.add_argument("--ray", nargs="?", const="", action=StoreOnce, metavar="ADDRESS",
+                     help="score on Ray workers: on the cluster at ADDRESS (host:6379, ray://host:10001), 'local' "
+                          "for a Ray instance on this machine; without ADDRESS, the cluster RAY_ADDRESS names or a "
+                          "local one")
+    ray.add_argument("--ray-workers", type=positive_int, action=StoreOnce, metavar="N",
+                     help="scoring workers, each loading the model once (default: as many as the cluster's CPUs, "
+                          "or GPUs, hold)")
+    ray.add_argument("--ray-worker-cpus", type=positive_float, action=StoreOnce, metavar="C",
+                     help="CPUs (and torch threads) per worker (default 1)")
+    ray.add_argument("--ray-worker-gpus", type=positive_float, action=StoreOnce, metavar="G",
+                     help="GPUs per worker, which then scores on its GPU (default: none)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
+    cluster = ray_cluster(args)
     reader = None
     if args.shard is not None:
         if args.moses_ini is not None:
@@ -97,9 +118,15 @@ def run(args: argparse.Namespace) -> int:
             torch.set_num_threads(args.threads)
         scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
                                    if (value := getattr(args, key)) is not None})
-        scorer = Scorer.load(args.model, torch_device(args.device), scoring)
-        score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                           show_progress=not args.quiet, count=reader is None)
+        if cluster is not None and num_scores is not None:
+            from rerank.search.ray_table import score_phrase_table_ray
+
+            score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster, num_scores=num_scores,
+                                   scoring=scoring, encoding=args.encoding, show_progress=not args.quiet)
+        else:
+            scorer = Scorer.load(args.model, torch_device(args.device), scoring)
+            score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
+                               show_progress=not args.quiet, count=reader is None)
     if reader is not None:
         write_manifest(args.output, reader, command="score-table", kind="phrase table",
                        settings={"model": args.model, "encoding": args.encoding, "window": args.window,
@@ -114,3 +141,23 @@ def run(args: argparse.Namespace) -> int:
                     args.table, num_scores + 1 if num_scores is not None else "one more", args.weight,
                     os.path.abspath(args.output))
     return 0
+
+
+def ray_cluster(args: argparse.Namespace) -> RayCluster | None:
+    """The Ray workers that --ray and its options ask for (None without --ray), checked."""
+    from rerank.errors import RerankError
+    from rerank.formats.files import STDIO
+    from rerank.search.ray_table import RayCluster
+
+    options = [name for name in ("ray_workers", "ray_worker_cpus", "ray_worker_gpus") if getattr(args, name)]
+    if args.ray is None:
+        if options:
+            raise RerankError(f"--{options[0].replace('_', '-')} is for --ray")
+        return None
+    if args.shard is not None:
+        raise RerankError("--ray with --shard: give one; --ray scores the whole table on the cluster's workers")
+    if args.input == STDIO:
+        raise RerankError("--ray reads the table in the cluster: give it as a file, at a path every node can read")
+    if args.device != "cpu":
+        raise RerankError("--device with --ray: give --ray-worker-gpus for workers that score on GPUs")
+    return RayCluster(args.ray or None, args.ray_workers, args.ray_worker_cpus or 1.0, args.ray_worker_gpus or 0.0)

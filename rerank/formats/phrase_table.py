@@ -58,9 +58,15 @@ def read_phrase_table(path: str | os.PathLike[str], encoding: str = "utf-8",
 
     Write a table read with another ``encoding`` back with the same one.
     """
-    name = display_name(path)
-    num_scores: int | None = None
-    for lineno, line in shard.lines(encoding) if shard is not None else read_lines(path, encoding):
+    lines = shard.lines(encoding) if shard is not None else read_lines(path, encoding)
+    return parse_phrase_table(lines, display_name(path))
+
+
+def parse_phrase_table(lines: Iterable[tuple[int, str]], name: str,
+                       num_scores: int | None = None) -> Iterator[PhraseEntry]:
+    """The entries of numbered ``lines`` of the table ``name``, checked as :func:`read_phrase_table` checks
+    them; every line must have ``num_scores`` scores (default: as many as the first)."""
+    for lineno, line in lines:
         fields = tuple(line.split(SEPARATOR))
         if not MIN_FIELDS <= len(fields) <= MAX_FIELDS:
             raise FormatError(name, lineno, f"{MIN_FIELDS} to {MAX_FIELDS} fields separated by '{SEPARATOR}' "

@@ -79,20 +79,7 @@ class Scorer:
 
     def windows(self, pairs: Iterable[Pair]) -> Iterator[list[Pair]]:
         """Consecutive lists of pairs, cut at ``window`` pairs or ``window_source_tokens`` distinct source tokens."""
-        window: list[Pair] = []
-        sources: set[tuple[str, ...]] = set()
-        source_tokens = 0
-        for pair in pairs:
-            window.append(pair)
-            source = tuple(pair[0])
-            if source not in sources:
-                sources.add(source)
-                source_tokens += len(source) + 1
-            if len(window) >= self.config.window or source_tokens >= self.config.window_source_tokens:
-                yield window
-                window, sources, source_tokens = [], set(), 0
-        if window:
-            yield window
+        return windows(pairs, self.config)
 
     def score_window(self, pairs: Sequence[Pair]) -> np.ndarray:
         """ln p (P,) of a list of pairs scored together, each distinct source encoded once."""
@@ -132,3 +119,20 @@ class Scorer:
         return concat_states(parts), row_of, lengths
 
 
+def windows(pairs: Iterable[Pair], config: ScoringConfig) -> Iterator[list[Pair]]:
+    """:meth:`Scorer.windows` under ``config``, without a model: nothing carries over a cut, so a stream
+    that starts at a cut of a longer one is cut as the longer one is from there on."""
+    window: list[Pair] = []
+    sources: set[tuple[str, ...]] = set()
+    source_tokens = 0
+    for pair in pairs:
+        window.append(pair)
+        source = tuple(pair[0])
+        if source not in sources:
+            sources.add(source)
+            source_tokens += len(source) + 1
+        if len(window) >= config.window or source_tokens >= config.window_source_tokens:
+            yield window
+            window, sources, source_tokens = [], set(), 0
+    if window:
+        yield window

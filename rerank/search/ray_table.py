@@ -1,0 +1,282 @@
+"""Scoring a phrase table on a Ray cluster: the same output as :func:`~rerank.search.table.score_phrase_table`,
+byte for byte, from many workers.
+
+One Ray Data pipeline: a read task streams the table (plain or gzip) in groups of ``window`` lines,
+in order, one group a row; an actor pool of scoring workers, each loading the model once (a
+callable class), appends the score to the lines of each group it is given; the driver takes the
+groups back in table order (``preserve_order``) and writes them through the same atomic writer.
+A group is a window of the single-process run: :meth:`~rerank.search.scoring.Scorer.windows` cuts
+the stream after every ``window``-th pair, so the workers score exactly the windows one process
+scores, with the same batches, and the same function formats the value. The workers check the
+lines (field count, numbers, encoding) as the single-process reader does, with the file's line
+numbers; a bad line stops the run and leaves no output.
+
+The table must be at the same path on every node (a shared file system), since the read task runs
+in the cluster. Ray is an optional dependency (``pip install 'rerank[ray]'``), imported here only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import logging
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+import torch
+
+from rerank.errors import FormatError, RerankError, counted
+from rerank.formats.files import GZIP_MAGIC, atomic_output, decode_line, display_name, is_gzip
+from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
+from rerank.formats.shards import table_segments
+from rerank.formats.tokens import Pair
+from rerank.models.checkpoint import load_model
+from rerank.models.device import torch_device
+from rerank.progress import progress_bar, summary
+from rerank.search.scoring import Scorer, ScoringConfig, windows
+from rerank.search.table import ScoreAppender
+
+logger = logging.getLogger(__name__)
+
+INSTALL = "pip install 'rerank[ray]'"
+LOCAL = "local"  # --ray local: start a Ray instance on this machine for the run
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """Where and with what the workers run.
+
+    ``address``: ``None`` connects to the cluster that RAY_ADDRESS or a running local instance names, or
+    starts one on this machine (as ``ray.init()`` does); ``"local"`` always starts one; anything else is
+    a cluster address (``host:6379``, ``ray://host:10001``). ``workers``: the size of the actor pool
+    (default: as many as the cluster's CPUs, or GPUs, hold). Each worker reserves ``cpus`` CPUs (and
+    runs torch on as many threads) and ``gpus`` GPUs (then it scores on its GPU).
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    cpus: float = 1.0
+    gpus: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise RerankError(f"--ray-workers must be at least 1, got {self.workers}")
+        if self.cpus <= 0 or self.gpus < 0:
+            raise RerankError(f"a worker needs more than 0 CPUs and at least 0 GPUs, got {self.cpus:g} and "
+                              f"{self.gpus:g}")
+
+    @property
+    def threads(self) -> int:
+        return max(1, int(self.cpus))
+
+    @property
+    def device(self) -> str:
+        return "cuda" if self.gpus > 0 else "cpu"
+
+
+def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLike[str], *,
+                           output: str | os.PathLike[str], cluster: RayCluster, num_scores: int,
+                           scoring: ScoringConfig | None = None, encoding: str = "utf-8",
+                           show_progress: bool = True) -> None:
+    """Write ``table`` to ``output`` (atomically) with exp(ln p(target | source)) under ``model`` appended to
+    each line, as :func:`~rerank.search.table.score_phrase_table` does, scored on ``cluster``; every line
+    must have ``num_scores`` scores (the first line's)."""
+    ray = import_ray()
+    scoring = scoring or ScoringConfig()
+    name = display_name(table)
+    load_model(model)  # a bad model directory is an error here, before any worker starts
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=cluster.address, logging_level=logging.WARNING, include_dashboard=False)
+    try:
+        workers = cluster.workers or default_workers(ray.cluster_resources(), cluster)
+        logger.info("%s: scoring on %s of %g CPU%s%s each", name, counted(workers, "Ray worker"), cluster.cpus,
+                    "" if cluster.cpus == 1 else "s", f" and {cluster.gpus:g} GPU" if cluster.gpus else "")
+        dataset = _pipeline(ray, table, model, cluster, workers, scoring, encoding, num_scores)
+        progress = progress_bar("pairs", None, enabled=show_progress)
+        floored = 0
+        with atomic_output(output, encoding) as out:
+            for batch in _batches(dataset):
+                for text, lines, low in zip(batch["text"], batch["lines"], batch["floored"], strict=True):
+                    out.write(text)
+                    progress.update(int(lines))
+                    floored += int(low)
+        progress.close()
+        logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
+                    counted(floored, "value"), MOSES_LOWEST_LOG)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def import_ray() -> Any:
+    """The ``ray`` module with Ray Data, or a :class:`RerankError` that says how to install it."""
+    try:
+        import ray
+        import ray.data
+    except ImportError as e:
+        raise RerankError(f"--ray needs Ray Data, which is not installed ({e.msg}): {INSTALL}") from None
+    return ray
+
+
+def default_workers(resources: dict[str, float], cluster: RayCluster) -> int:
+    """As many workers as the cluster's GPUs (when workers use GPUs) or CPUs hold, at least one."""
+    if cluster.gpus > 0:
+        return max(1, int(resources.get("GPU", 0) // cluster.gpus))
+    return max(1, int(resources.get("CPU", 0) // cluster.cpus))
+
+
+def _pipeline(ray: Any, table: str | os.PathLike[str], model: str | os.PathLike[str], cluster: RayCluster,
+              workers: int, scoring: ScoringConfig, encoding: str, num_scores: int) -> Any:
+    """The Ray Data pipeline: read the groups, score them on the actor pool, in table order."""
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    context.raise_original_map_exception = True  # a worker's RerankError, not Ray's wrapper of it
+    context.target_max_block_size = 1  # a block per group, so that each group can go to any worker
+    # Ray Data logs a worker's error with Ray's traceback before raising it; the error is ours to report,
+    # in one line (an error of Ray's own is raised here too, with its traceback)
+    logging.getLogger("ray.data").setLevel(logging.CRITICAL)
+    source = ray.data.from_items([{"path": os.path.abspath(table)}])
+    rows = source.map_batches(read_windows, batch_size=1, num_cpus=0,
+                              fn_kwargs={"scoring": scoring, "encoding": encoding})
+    return rows.map_batches(
+        GroupScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cluster.cpus,
+        num_gpus=cluster.gpus or None,
+        fn_constructor_kwargs={"model": os.path.abspath(model), "device": cluster.device, "threads": cluster.threads,
+                               "scoring": scoring, "table": display_name(table), "encoding": encoding,
+                               "num_scores": num_scores})
+
+
+def _batches(dataset: Any) -> Iterator[dict[str, np.ndarray]]:
+    """The dataset's rows in order; an error a worker raised about the input is a :class:`RerankError` here."""
+    try:
+        yield from dataset.iter_batches(batch_size=None, batch_format="numpy")
+    except Exception as e:
+        user = user_error(e)
+        if user is None:
+            raise
+        raise user from None
+
+
+def user_error(error: BaseException) -> RerankError | None:
+    """The :class:`RerankError` that caused ``error`` (a Ray task's error wraps it), as a plain one."""
+    stack: list[BaseException] = [error]
+    seen: set[int] = set()
+    while stack:
+        here = stack.pop()
+        if id(here) in seen:
+            continue
+        seen.add(id(here))
+        cause = getattr(here, "cause", None)  # a RayTaskError's original exception
+        if isinstance(here, RerankError) and not isinstance(cause, BaseException):
+            message = here.args[0] if here.args and isinstance(here.args[0], str) else str(here)
+            return RerankError(message.split("\n", 1)[0])  # without what Ray Data appends to it
+        stack += [e for e in (cause, here.__cause__, here.__context__) if isinstance(e, BaseException)]
+    return None
+
+
+# ------------------------------------------------------------------------------ run in the cluster
+
+def read_windows(batch: dict[str, np.ndarray], scoring: ScoringConfig,
+                 encoding: str) -> Iterator[dict[str, np.ndarray]]:
+    """The table ``batch["path"][0]`` as rows of the lines that one process scores together (a window of a
+    segment of the table, see :class:`~rerank.search.table.ScoreAppender`): their raw bytes and the first
+    one's line number."""
+    path = str(batch["path"][0])
+    for first, lines in _segments(path):
+        pairs = (_source(line, encoding) for line in lines)
+        start = 0
+        for window in windows(pairs, scoring):
+            yield {"first_line": np.array([first + start]),
+                   "text": np.array([b"".join(lines[start: start + len(window)])], dtype=object)}
+            start += len(window)
+
+
+def _source(line: bytes, encoding: str) -> Pair:
+    """What :func:`~rerank.search.scoring.windows` looks at of a line: its source words (a bad byte is
+    the scoring worker's to report)."""
+    return line.decode(encoding, errors="replace").split(SEPARATOR, 1)[0].split(), []
+
+
+def _segments(path: str) -> Iterator[tuple[int, list[bytes]]]:
+    """The segments of the table ``path`` (:func:`~rerank.formats.shards.table_segments`): the number of
+    each one's first line and its lines, with their ends."""
+    starts = table_segments()
+    lines: list[bytes] = []
+    previous = b""
+    read = 0
+    with _table_bytes(path) as stream:
+        try:
+            for line in stream:
+                body = line[:-1] if line.endswith(b"\n") else line
+                if lines and starts(previous, body, read + 1):
+                    yield read - len(lines) + 1, lines
+                    lines = []
+                lines.append(line)
+                previous = body
+                read += 1
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise RerankError(str(FormatError(display_name(path), read + 1, "a complete gzip stream",
+                                              got=f"{type(e).__name__}: {e}"))) from None
+    if lines:
+        yield read - len(lines) + 1, lines
+
+
+@contextlib.contextmanager
+def _table_bytes(path: str) -> Iterator[BinaryIO]:
+    """The bytes of the table ``path``, gunzipped when it is gzip (by its suffix or its first bytes)."""
+    try:
+        raw = open(path, "rb")
+    except OSError as e:
+        raise RerankError(f"{path}: cannot read: {e.strerror}") from None
+    with raw:
+        if is_gzip(path) or raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw, mode="rb") as text:
+                yield text  # type: ignore[misc]
+        else:
+            raw.seek(0)
+            yield raw
+
+
+class GroupScorer:
+    """A Ray worker: loads the model once, then appends the score to the lines of each group it is given."""
+
+    def __init__(self, model: str, device: str, threads: int, scoring: ScoringConfig, table: str, encoding: str,
+                 num_scores: int):
+        torch.set_num_threads(threads)
+        self.appender = ScoreAppender(Scorer.load(model, torch_device(device), scoring), table)
+        self.table = table
+        self.encoding = encoding
+        self.num_scores = num_scores
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        texts, lines, floored = [], [], []
+        try:
+            for first, raw in zip(batch["first_line"].tolist(), batch["text"], strict=True):
+                text, count, low = self.score_group(int(first), bytes(raw))
+                texts.append(text)
+                lines.append(count)
+                floored.append(low)
+        except RerankError as e:  # as a plain RerankError, which crosses process boundaries intact
+            raise RerankError(str(e)) from None
+        return {"text": np.array(texts, dtype=object), "lines": np.array(lines), "floored": np.array(floored)}
+
+    def score_group(self, first: int, raw: bytes) -> tuple[str, int, int]:
+        """The lines of ``raw`` (the first is line ``first`` of the table) with their score, how many there
+        are and how many values were floored."""
+        pieces = raw.split(b"\n")
+        if pieces[-1] == b"":
+            pieces.pop()
+        numbered = ((first + i, decode_line(line, self.table, first + i, self.encoding))
+                    for i, line in enumerate(pieces))
+        entries = parse_phrase_table(numbered, self.table, self.num_scores)
+        before = self.appender.floored
+        text = "".join(f"{entry.line()}\n" for window in self.appender.scored(entries) for entry in window)
+        return text, len(pieces), self.appender.floored - before
