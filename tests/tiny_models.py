@@ -18,7 +18,7 @@ from rerank.models.architectures import build_model
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, save_state
 from rerank.models.config import AttentionConfig, ModelConfig
-from rerank.models.seq2seq import Seq2Seq, token_log_probs
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import EOS_ID, Vocabulary
 
 # (architecture, decoder, input feeding): every decoder style
@@ -75,7 +75,7 @@ def teach(model: Seq2Seq, batches: Iterable[tuple[list[list[int]], list[list[int
     for sources, targets in batches:
         src, src_len = pad([s + [EOS_ID] for s in sources])
         trg, _ = pad([t + [EOS_ID] for t in targets])
-        loss = -token_log_probs(model(src, src_len, trg), trg).sum() / len(sources)
+        loss = model(src, src_len, trg) / len(sources)  # −Σ ln p
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

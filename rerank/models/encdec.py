@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import cast
+
 import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings
+from rerank.models.layers import DeepOutput, Embeddings, gru_update
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 
 
@@ -32,10 +35,21 @@ class EncoderDecoder(Seq2Seq):
         self.output = DeepOutput(h, e, h, config.maxout_size, config.maxout_pool, trg_vocab_size, config.dropout)
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
+        """c as ``keys`` (B, 1, H); as ``proj_keys`` (B, 1, 3H + maxout), what the decoder computes from c
+        at every step, computed once here: the GRU's input-side gates W_c c + b_i, and the maxout
+        layer's C_o c + b."""
         _, final = self.encoder(src, src_len)  # (1, B, H)
         c = torch.tanh(self.summary(final[0]))  # (B, H)
-        return DecoderState(hidden=torch.tanh(self.init_state(c)), keys=c[:, None, :], proj_keys=c[:, None, :],
-                            pad_mask=torch.zeros_like(src[:, :1], dtype=torch.bool), src_len=src_len)
+        weight_ih, bias_ih, _, _ = self._gru_weights()
+        gates = nn.functional.linear(c, weight_ih[:, self.config.embedding_size:], bias_ih)  # (B, 3H)
+        source_part = torch.cat([gates, self.output.source_part(c)], dim=-1)
+        return DecoderState(hidden=torch.tanh(self.init_state(c)), keys=c[:, None, :],
+                            proj_keys=source_part[:, None, :], src_len=src_len,
+                            pad_mask=torch.zeros_like(src[:, :1], dtype=torch.bool))
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        return self.output.project
 
     def teacher_forced(self, state: DecoderState, trg_in: Tensor) -> tuple[Tensor, None]:
         embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
@@ -43,7 +57,7 @@ class EncoderDecoder(Seq2Seq):
         states, _ = self.rnn(torch.cat([embedded, c], dim=-1), state.hidden[None].contiguous())  # (B, T, H)
         return self.output(states, embedded, c), None
 
-    def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+    def step_reference(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         embedded = self.dropout(self.embed(prev))[:, None, :]  # (B, 1, E)
         c = state.keys  # (B, 1, H)
         states, _ = self.rnn(torch.cat([embedded, c], dim=-1), state.hidden[None].contiguous())
@@ -51,3 +65,41 @@ class EncoderDecoder(Seq2Seq):
         return torch.log_softmax(logits, dim=-1), DecoderState(
             hidden=states[:, 0], keys=state.keys, proj_keys=state.proj_keys, pad_mask=state.pad_mask,
             src_len=state.src_len, step=state.step + 1)
+
+    # The fast path: c's projections come precomputed in the state; the embeddings' part of the GRU's
+    # input gates is one matrix multiply for all steps; the output layer runs at real positions only.
+
+    def features(self, state: DecoderState, trg_in: Tensor, keep: Tensor) -> Tensor:
+        embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
+        gates_c, source_part = self._source_parts(state)
+        weight_ih, _, weight_hh, bias_hh = self._gru_weights()
+        embedding_weight = weight_ih[:, : self.config.embedding_size]  # (3H, E)
+        gates = (embedded @ embedding_weight.t()).add_(gates_c[:, None, :])  # (B, T, 3H), all steps at once
+        hidden, states = state.hidden, []
+        for step_gates in gates.unbind(1):
+            hidden = gru_update(step_gates, torch.addmm(bias_hh, hidden, weight_hh.t()), hidden)
+            states.append(hidden)
+        rows = keep.nonzero()[:, 0]
+        return self.output.features_with_source_part(torch.stack(states, dim=1)[keep], embedded[keep],
+                                                     source_part[rows], keep)
+
+    def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        embedded = self.dropout(self.embed(prev))  # (B, E)
+        gates_c, source_part = self._source_parts(state)
+        weight_ih, _, weight_hh, bias_hh = self._gru_weights()
+        gates = torch.addmm(gates_c, embedded, weight_ih[:, : self.config.embedding_size].t())
+        hidden = gru_update(gates, torch.addmm(bias_hh, state.hidden, weight_hh.t()), state.hidden)
+        features = self.output.features_with_source_part(hidden, embedded, source_part)
+        return features, dataclasses.replace(state, hidden=hidden, step=state.step + 1)
+
+    def _gru_weights(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The decoder GRU's W_i (3H, E + H) (columns: E y, then c), b_i, W_h (3H, H) and b_h; gates r, z, n."""
+        rnn = self.rnn
+        return (cast(Tensor, rnn.weight_ih_l0), cast(Tensor, rnn.bias_ih_l0), cast(Tensor, rnn.weight_hh_l0),
+                cast(Tensor, rnn.bias_hh_l0))
+
+    def _source_parts(self, state: DecoderState) -> tuple[Tensor, Tensor]:
+        """The GRU's W_c c + b_i (B, 3H) and the maxout layer's C_o c + b (B, units · pool), from the state."""
+        parts = state.proj_keys[:, 0]
+        size = 3 * self.config.hidden_size
+        return parts[:, :size], parts[:, size:]

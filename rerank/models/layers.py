@@ -6,6 +6,9 @@ C context (annotation) size, V vocabulary.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -33,7 +36,9 @@ class Maxout(nn.Module):
         self.units, self.pool = units, pool
 
     def forward(self, x: Tensor) -> Tensor:  # (..., in) -> (..., units)
-        y = self.linear(x)
+        return self.pool_max(self.linear(x))
+
+    def pool_max(self, y: Tensor) -> Tensor:  # (..., units · pool) -> (..., units)
         return y.view(*y.shape[:-1], self.units, self.pool).amax(-1)
 
 
@@ -48,12 +53,40 @@ class DeepOutput(nn.Module):
                  vocab_size: int, dropout: float = 0.0):
         super().__init__()
         self.maxout = Maxout(state_size + embedding_size + context_size, units, pool)
+        self.context_size = context_size
         self.dropout = nn.Dropout(dropout)
         self.project = nn.Linear(units, vocab_size)
 
     def forward(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:  # (..., *) -> (..., V)
         hidden = self.maxout(torch.cat([state, embedded, context], dim=-1))
         return self.project(self.dropout(hidden))
+
+    def features(self, state: Tensor, embedded: Tensor, context: Tensor, keep: Tensor | None = None) -> Tensor:
+        """The projection's input, t_i after dropout (N, units), from inputs (N, *); ``keep`` (B, T): the
+        positions the N rows come from, for the dropout mask (:func:`dropout_rows`)."""
+        return self._dropped(self.maxout(torch.cat([state, embedded, context], dim=-1)), keep)
+
+    def source_part(self, context: Tensor) -> Tensor:
+        """C_o c + b (..., units · pool): the part of the maxout layer's input that a constant context gives."""
+        linear = self.maxout.linear
+        return nn.functional.linear(context, linear.weight[:, self.context_columns()], linear.bias)
+
+    def features_with_source_part(self, state: Tensor, embedded: Tensor, source_part: Tensor,
+                                  keep: Tensor | None = None) -> Tensor:
+        """:meth:`features` with the context's part precomputed (:meth:`source_part`, one row per input row)."""
+        linear = self.maxout.linear
+        inputs = torch.cat([state, embedded], dim=-1)
+        columns = slice(0, self.context_columns().start)
+        y = torch.addmm(source_part, inputs, linear.weight[:, columns].t())
+        return self._dropped(self.maxout.pool_max(y), keep)
+
+    def context_columns(self) -> slice:
+        return slice(self.maxout.linear.in_features - self.context_size, None)
+
+    def _dropped(self, hidden: Tensor, keep: Tensor | None) -> Tensor:
+        if keep is None:
+            return self.dropout(hidden)
+        return dropout_rows(hidden, keep, self.dropout.p, self.training)
 
 
 def gru_update(gates_x: Tensor, gates_h: Tensor, h: Tensor) -> Tensor:
@@ -68,3 +101,128 @@ def gru_update(gates_x: Tensor, gates_h: Tensor, h: Tensor) -> Tensor:
     z = torch.sigmoid(x_z + h_z)
     n = torch.tanh(x_n + r * h_n)
     return n + z * (h - n)  # (1 - z) * n + z * h
+
+
+def dropout_rows(x: Tensor, keep: Tensor, p: float, training: bool) -> Tensor:
+    """Dropout on ``x`` (N, U), the rows of a (B, T, U) tensor at the positions ``keep`` (B, T) selects.
+
+    The mask is drawn for the whole (B, T, U) tensor, as ``nn.Dropout`` draws it, and its rows at
+    ``keep`` are used: a model that computes its output layer at real positions only drops the same
+    units, and leaves the random number generator where, as the one that computes it everywhere.
+    """
+    if not training or p == 0:
+        return x
+    if x.device.type != "cpu":  # other devices draw dropout masks in their own way: nothing to match
+        return nn.functional.dropout(x, p, training=True)
+    noise = x.new_empty((*keep.shape, x.shape[-1])).bernoulli_(1 - p).div_(1 - p)
+    return x * noise[keep]
+
+
+OUTPUT_BLOCK_ROWS = 256  # logits rows computed at a time: a (256, V) block stays in cache between its passes
+
+
+def gold_log_probs(features: Tensor, layer: nn.Linear, gold: Tensor, rows: int = OUTPUT_BLOCK_ROWS) -> Tensor:
+    """ln softmax(layer(features))[gold] (N,) for features (N, U) and gold ids (N,), without a (N, V) tensor.
+
+    The logits are computed ``rows`` rows at a time, normalised and read while the block is in
+    cache. When a gradient is needed, each block's gradient is computed in the same pass
+    (:class:`_GoldLogProbs`): the (N, V) logits are neither kept for the backward pass nor
+    computed again.
+    """
+    if torch.is_grad_enabled() and (features.requires_grad or layer.weight.requires_grad):
+        bias = layer.bias if layer.bias is not None else features.new_zeros(layer.weight.shape[0])
+        result: Tensor = _GoldLogProbs.apply(features, layer.weight, bias, gold, rows)  # type: ignore[no-untyped-call]
+        return result
+    return _gold_blocks(features, layer.weight, layer.bias, gold, rows, None)[0]
+
+
+def _gold_blocks(features: Tensor, weight: Tensor, bias: Tensor | None, gold: Tensor, rows: int,
+                 row_weights: Tensor | None, grads: bool = False
+                 ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
+    """ln p of the gold ids (N,), and with ``grads`` the gradients of Σ_i w_i ln p_i (w_i = ``row_weights``,
+    or 1) with respect to the features, the weight and the bias."""
+    n = features.shape[0]
+    out = features.new_empty(n)
+    grad_features = torch.empty_like(features) if grads else None
+    grad_weight = torch.zeros_like(weight) if grads else None
+    grad_bias = torch.zeros_like(weight[:, 0]) if grads else None
+    transposed = weight.t()
+    logits_buffer = features.new_empty(min(rows, n), weight.shape[0])  # (rows, V), reused by every block
+    log_probs_buffer = torch.empty_like(logits_buffer)
+    for start in range(0, n, rows):
+        block = features[start: start + rows]
+        ids = gold[start: start + rows, None]
+        logits = logits_buffer[: block.shape[0]]
+        if bias is None:
+            torch.mm(block, transposed, out=logits)
+        else:
+            torch.addmm(bias, block, transposed, out=logits)
+        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[: block.shape[0]])
+        out[start: start + rows] = log_probs.gather(1, ids).squeeze(1)
+        if grads:
+            assert grad_features is not None and grad_weight is not None and grad_bias is not None
+            # d ln p_gold / d logits = onehot(gold) − softmax; minus that, scaled by the row weights, in place
+            minus = log_probs.exp_()
+            minus.scatter_add_(1, ids, torch.full_like(ids, -1, dtype=minus.dtype))
+            if row_weights is not None:
+                minus.mul_(row_weights[start: start + rows, None])
+            torch.mm(minus, weight, out=grad_features[start: start + rows]).neg_()
+            grad_weight.addmm_(minus.t(), block, alpha=-1)
+            grad_bias.sub_(minus.sum(0))
+    return out, grad_features, grad_weight, grad_bias
+
+
+class _GoldLogProbs(torch.autograd.Function):
+    """:func:`gold_log_probs` with its gradients computed in the forward pass, block by block.
+
+    A loss sums the ln p (or scales them all by one factor), so the gradient that comes back is
+    one number for every row, and the precomputed gradients are scaled by it. Any other gradient
+    is computed again, block by block, with its row weights.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, features: Tensor, weight: Tensor, bias: Tensor, gold: Tensor, rows: int) -> Tensor:
+        out, *grads = _gold_blocks(features, weight, bias, gold, rows, None, grads=True)
+        ctx.save_for_backward(features, weight, bias, gold, *grads)
+        ctx.rows = rows
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
+        features, weight, bias, gold, grad_features, grad_weight, grad_bias = ctx.saved_tensors
+        if grad_out.numel() and bool((grad_out == grad_out[0]).all()):
+            scale = grad_out[0]
+            return grad_features * scale, grad_weight * scale, grad_bias * scale, None, None
+        _, grad_features, grad_weight, grad_bias = _gold_blocks(features, weight, bias, gold, ctx.rows, grad_out,
+                                                                grads=True)
+        return grad_features, grad_weight, grad_bias, None, None
+
+
+def node_log_probs(features: Tensor, layer: nn.Linear, nodes: np.ndarray, ids: np.ndarray,
+                   rows: int = OUTPUT_BLOCK_ROWS) -> Tensor:
+    """ln softmax(layer(features[nodes[e]]))[ids[e]] (E,) for every entry e; ``nodes`` (E,) sorted.
+
+    Every row of ``features`` (N, U) is normalised once, ``rows`` rows at a time, however many
+    entries read it: the prefixes shared by several targets (:mod:`rerank.search.scoring`).
+    """
+    out = features.new_empty(len(nodes))
+    bounds = np.searchsorted(nodes, np.arange(0, features.shape[0] + rows, rows))
+    device = features.device
+    logits_buffer = features.new_empty(min(rows, features.shape[0]), layer.weight.shape[0])  # reused
+    log_probs_buffer = torch.empty_like(logits_buffer)
+    transposed = layer.weight.t()
+    bias: Tensor | None = layer.bias
+    for block, start in enumerate(range(0, features.shape[0], rows)):
+        first, last = int(bounds[block]), int(bounds[block + 1])
+        if first == last:
+            continue
+        inputs = features[start: start + rows]
+        logits = logits_buffer[: inputs.shape[0]]
+        if bias is None:
+            torch.mm(inputs, transposed, out=logits)
+        else:
+            torch.addmm(bias, inputs, transposed, out=logits)
+        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[: inputs.shape[0]])
+        at = torch.as_tensor(nodes[first:last] - start, device=device)
+        out[first:last] = log_probs[at, torch.as_tensor(ids[first:last], device=device)]
+    return out

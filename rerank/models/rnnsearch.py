@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from rerank.models.attention import Attention
 from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings, gru_update
+from rerank.models.layers import DeepOutput, Embeddings, dropout_rows, gru_update
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import PAD_ID
 
@@ -99,7 +99,7 @@ class RNNSearch(Seq2Seq):
         new = dataclasses.replace(state, hidden=hidden, attention=weights[:, 0], step=state.step + 1)
         return new, context
 
-    def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+    def step_reference(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         embedded = self.dropout(self.embed(prev))  # (B, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded[:, None], state.hidden[None].contiguous())  # (B, 1, H)
@@ -113,3 +113,84 @@ class RNNSearch(Seq2Seq):
         else:
             logits = self.deep_output(new.hidden, embedded, context)
         return torch.log_softmax(logits, dim=-1), new
+
+    # The fast path: the output layer at real positions only; Bahdanau's additive global attention
+    # with W_a s_{i-1} and the GRU's W_h s_{i-1} as one matrix multiply per step.
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        return self.output if self.luong else self.deep_output.project
+
+    def features(self, state: DecoderState, trg_in: Tensor, keep: Tensor) -> Tensor:
+        embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
+        if self.luong and not self.config.input_feeding:
+            states, _ = self.rnn(embedded, state.hidden[None].contiguous())  # (B, T, H)
+            contexts, _ = self._attend(states, state, state.step)  # (B, T, C)
+            return dropout_rows(self._attentional(contexts[keep], states[keep]), keep, self.dropout.p, self.training)
+        gates = self.input_gates(embedded)  # (B, T, 3H)
+        if self._fused_attention():
+            recurrent = _FusedRecurrence(self, state)
+            steps = [recurrent.step(gates[:, t])[:2] for t in range(trg_in.shape[1])]
+        else:
+            steps = []
+            for step_gates in gates.unbind(1):
+                state, context = self._recur(step_gates, state)
+                steps.append((state.hidden, context))
+        states, contexts = (torch.stack(x, dim=1) for x in zip(*steps, strict=True))  # (B, T, H), (B, T, C)
+        if self.luong:  # input feeding: contexts hold h̃
+            return dropout_rows(contexts[keep], keep, self.dropout.p, self.training)
+        return self.deep_output.features(states[keep], embedded[keep], contexts[keep], keep)
+
+    def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        embedded = self.dropout(self.embed(prev))  # (B, E)
+        if self.luong and not self.config.input_feeding:
+            states, _ = self.rnn(embedded[:, None], state.hidden[None].contiguous())  # (B, 1, H)
+            contexts, weights = self._attend(states, state, state.step)
+            features = self.dropout(self._attentional(contexts, states))[:, 0]
+            return features, dataclasses.replace(state, hidden=states[:, 0], attention=weights[:, 0],
+                                                 step=state.step + 1)
+        gates = self.input_gates(embedded)
+        if self._fused_attention():
+            hidden, context, weights = _FusedRecurrence(self, state).step(gates)
+            new = dataclasses.replace(state, hidden=hidden, attention=weights, step=state.step + 1)
+        else:
+            new, context = self._recur(gates, state)
+        if self.luong:
+            return self.dropout(context), new
+        return self.deep_output.features(new.hidden, embedded, context), new
+
+    def _fused_attention(self) -> bool:
+        attention = self.config.attention
+        return not self.luong and attention.score == "additive" and attention.window == "global"
+
+
+class _FusedRecurrence:
+    """Bahdanau's decoder step with additive global attention, s_{i-1} projected once for both uses.
+
+    [W_h; W_a] s_{i-1} gives the GRU's hidden-side gates and the attention query in one matrix
+    multiply; e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j) with U_a h_j precomputed (the state's
+    ``proj_keys``); α masked at padding, c_i = Σ_j α_ij h_j; s_i = GRU(s_{i-1}, [E y_{i-1}; c_i]).
+    The same numbers as ``RNNSearch._recur`` (to float rounding), with fewer and larger operations.
+    """
+
+    def __init__(self, model: RNNSearch, state: DecoderState):
+        attention = model.attention
+        self.size = model.config.hidden_size
+        self.weight = torch.cat([model.hidden_gates.weight, attention.query_layer.weight])  # (3H + A, H)
+        bias = model.hidden_gates.bias
+        self.bias = torch.cat([bias, bias.new_zeros(attention.config.hidden_size)])
+        self.energy = attention.energy.weight[0]  # (A,)
+        self.extra = model.extra_gates.weight  # (3H, C)
+        self.keys, self.proj_keys, self.pad_mask = state.keys, state.proj_keys, state.pad_mask
+        self.hidden = state.hidden
+
+    def step(self, input_gates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """s_i (B, H), c_i (B, C) and α_i (B, S) from the input-side gates W_i E y_{i-1} + b_i (B, 3H)."""
+        projected = torch.addmm(self.bias, self.hidden, self.weight.t())  # (B, 3H + A)
+        hidden_gates, query = projected[:, : 3 * self.size], projected[:, 3 * self.size:]
+        energies = torch.tanh(query[:, None, :] + self.proj_keys) @ self.energy  # (B, S)
+        energies = energies.masked_fill(self.pad_mask, torch.finfo(energies.dtype).min)
+        weights = torch.softmax(energies, dim=-1)  # exactly 0 at padding: a source has at least </s>
+        context = torch.bmm(weights[:, None, :], self.keys)[:, 0]  # (B, C)
+        self.hidden = gru_update(torch.addmm(input_gates, context, self.extra.t()), hidden_gates, self.hidden)
+        return self.hidden, context, weights

@@ -4,8 +4,10 @@
 
     state = model.encode(src, src_len)                 # once per source sentence
     state = state.index_select(order)                  # repeat for n-best hypotheses or beams
-    logits, attention = model.teacher_forced(state, trg_in)   # (B, T, V), (B, T, S): training, scoring
+    loss = model(src, src_len, trg)                    # −Σ ln p: training
+    log_p = model.score(state, trg)                    # (B,): scoring
     log_probs, state = model.step(prev, state)         # (B, V): one step of search
+    logits, attention = model.teacher_forced(state, trg_in)   # (B, T, V), (B, T, S): every position
 
 Scores are natural-log probabilities, ``</s>`` included. Shapes: B batch, S source length,
 T target length, H hidden, C annotation size, V target vocabulary.
@@ -13,8 +15,9 @@ T target length, H hidden, C annotation size, V target vocabulary.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -22,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
+from rerank.models.layers import gold_log_probs
 from rerank.models.vocab import BOS_ID, PAD_ID
 
 
@@ -60,7 +64,19 @@ class DecoderState:
 
 
 class Seq2Seq(nn.Module):
-    """Base class: :meth:`score` and :meth:`forward` on top of a model's encode/teacher_forced/step."""
+    """Base class: training loss, scores and search steps on top of a model's decoder.
+
+    Each model has its decoder twice. The straightforward one, :meth:`teacher_forced` and
+    :meth:`step_reference`, computes the logits of every position, padding included. The fast
+    one, :meth:`features` and :meth:`step_features`, stops before the output layer and computes
+    it at real positions only, with what depends on the source alone computed once per sentence
+    and the recurrence's input-side projections once for all steps; :func:`gold_log_probs` then
+    applies the output layer block by block. :meth:`forward` (the training loss), :meth:`score`
+    and :meth:`step` take the fast path, or the straightforward one while ``reference`` is set
+    (see :func:`reference_path`): the tests hold the two to the same numbers.
+    """
+
+    reference: bool = False
 
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__()
@@ -72,23 +88,75 @@ class Seq2Seq(nn.Module):
         """The initial decoder state for sources (B, S) of lengths (B,)."""
         raise NotImplementedError
 
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The last layer, which gives the logits (V, U) from the features."""
+        raise NotImplementedError
+
     def teacher_forced(self, state: DecoderState, trg_in: Tensor) -> tuple[Tensor, Tensor | None]:
         """Logits (B, T, V) for every position of ``trg_in`` (B, T) (``<s>`` then the target), and attention."""
         raise NotImplementedError
 
-    def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
-        """Log-probabilities (B, V) of the next word after ``prev`` (B,), and the new state."""
+    def features(self, state: DecoderState, trg_in: Tensor, keep: Tensor) -> Tensor:
+        """The output layer's input (N, U) at the N positions ``keep`` (B, T) selects, in row-major order:
+        ``output_layer`` of it is :meth:`teacher_forced`'s logits at those positions."""
         raise NotImplementedError
 
-    def forward(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
+    def step_reference(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        """:meth:`step`, computed the straightforward way."""
+        raise NotImplementedError
+
+    def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        """The output layer's input (B, U) for the word after ``prev`` (B,), and the new state."""
+        raise NotImplementedError
+
+    def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        """Log-probabilities (B, V) of the next word after ``prev`` (B,), and the new state."""
+        if self.reference:
+            return self.step_reference(prev, state)
+        features, state = self.step_features(prev, state)
+        return torch.log_softmax(self.output_layer(features), dim=-1), state
+
+    def logits(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
         """Logits (B, T, V) predicting ``trg`` (B, T) (words then ``</s>``, padded) from the sources."""
         logits, _ = self.teacher_forced(self.encode(src, src_len), shift_right(trg))
         return logits
 
+    def forward(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
+        """The training loss: −Σ ln p (a scalar) of the targets ``trg`` (B, T) (words then ``</s>``, padded)."""
+        if self.reference:
+            return -token_log_probs(self.logits(src, src_len, trg), trg).sum()
+        keep = trg != PAD_ID
+        features = self.features(self.encode(src, src_len), shift_right(trg), keep)
+        return -gold_log_probs(features, self.output_layer, trg[keep]).sum()
+
     def score(self, state: DecoderState, trg: Tensor) -> Tensor:
         """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""
-        logits, _ = self.teacher_forced(state, shift_right(trg))
-        return token_log_probs(logits, trg).sum(-1)
+        if self.reference:
+            logits, _ = self.teacher_forced(state, shift_right(trg))
+            return token_log_probs(logits, trg).sum(-1)
+        keep = trg != PAD_ID
+        log_probs = gold_log_probs(self.features(state, shift_right(trg), keep), self.output_layer, trg[keep])
+        return sum_rows(log_probs, keep)
+
+
+@contextlib.contextmanager
+def reference_path(model: Seq2Seq, on: bool = True) -> Iterator[Seq2Seq]:
+    """Within the block, ``model`` computes its loss, scores and search steps the straightforward way."""
+    before = model.reference
+    model.reference = on
+    try:
+        yield model
+    finally:
+        model.reference = before
+
+
+def sum_rows(values: Tensor, keep: Tensor) -> Tensor:
+    """Per-row sums (B,) of ``values`` (N,), the entries at the positions ``keep`` (B, T) selects; summed
+    in float64 (the order of the terms then matters less than float32's rounding)."""
+    rows = keep.nonzero()[:, 0]
+    sums = torch.zeros(keep.shape[0], dtype=torch.float64, device=values.device)
+    return sums.index_add_(0, rows, values.double()).to(values.dtype)
 
 
 def shift_right(trg: Tensor) -> Tensor:

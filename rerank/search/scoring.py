@@ -23,8 +23,9 @@ import torch
 from rerank.formats.tokens import Pair
 from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
+from rerank.models.layers import node_log_probs
 from rerank.models.seq2seq import DecoderState, Seq2Seq, concat_states, narrow_source
-from rerank.models.vocab import Vocabulary
+from rerank.models.vocab import BOS_ID, Vocabulary
 
 
 @dataclass(frozen=True)
@@ -33,12 +34,15 @@ class ScoringConfig:
 
     ``window`` pairs (or fewer, once their distinct sources hold ``window_source_tokens`` tokens)
     are read, deduplicated and sorted together; ``max_tokens`` bounds the padded tokens (B × T,
-    ``</s>`` included) of one decoder or encoder batch, and with it the size of the (B, T, V) logits.
+    ``</s>`` included) of one encoder batch, and the decoder steps of one decoder batch: the
+    distinct prefixes of its targets with ``share_prefixes`` (each computed once, see
+    :class:`PrefixTrie`), its padded tokens without.
     """
 
     window: int = 8192
     window_source_tokens: int = 65536
     max_tokens: int = 4096
+    share_prefixes: bool = True
 
     def __post_init__(self) -> None:
         for name in ("window", "window_source_tokens", "max_tokens"):
@@ -94,6 +98,8 @@ class Scorer:
                   source_of: np.ndarray) -> np.ndarray:
         """ln p (P,) of targets ``trg_ids`` (ids then ``</s>``) given sources ``src_ids[source_of[i]]``."""
         states, row_of, src_len = self.encode(src_ids)  # N rows, (N,), (N,)
+        if self.config.share_prefixes and not self.model.reference:
+            return self.score_prefixes(states, row_of[source_of], src_len[source_of], trg_ids)
         trg_len = np.array([len(t) for t in trg_ids])  # (P,)
         pair_src_len = src_len[source_of]  # (P,)
         order = np.lexsort((-pair_src_len, -trg_len))  # longest targets first, then longest sources
@@ -104,6 +110,34 @@ class Scorer:
             trg, _ = pad([trg_ids[i] for i in rows])  # (B, T)
             scores[rows] = self.model.score(state, trg.to(self.device)).double().cpu().numpy()
         return scores
+
+    def score_prefixes(self, states: DecoderState, rows: np.ndarray, src_len: np.ndarray,
+                       trg_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """ln p (P,) of targets ``trg_ids`` given the encoded sources at ``rows`` (P,) of ``states`` (lengths
+        ``src_len``, (P,)), each distinct prefix of the targets of one source decoded once."""
+        targets, lengths = (x.numpy() for x in pad(trg_ids))  # (P, L), (P,)
+        order = np.lexsort((*targets.T[::-1], rows))  # by source (longest first), then targets in word order
+        scores = np.empty(len(trg_ids))
+        for batch in PrefixTrie.batches(targets[order], lengths[order], rows[order], self.config.max_tokens):
+            part = order[batch]
+            trie = PrefixTrie(targets[part], lengths[part], rows[part])
+            state = narrow_source(states, int(src_len[part].max()))
+            scores[part] = self.score_trie(state, trie)
+        return scores
+
+    def score_trie(self, sources: DecoderState, trie: PrefixTrie) -> np.ndarray:
+        """ln p of the trie's targets: its nodes decoded a depth at a time, the output layer run once per node."""
+        device = self.device
+        state = sources.index_select(torch.as_tensor(trie.roots, device=device))
+        features = []
+        for depth, (parents, words) in enumerate(trie.levels()):
+            if depth:
+                state = state.index_select(torch.as_tensor(parents, device=device))
+            step_features, state = self.model.step_features(torch.as_tensor(words, device=device), state)
+            features.append(step_features)
+        nodes, words, targets = trie.predictions()
+        log_probs = node_log_probs(torch.cat(features), self.model.output_layer, nodes, words)
+        return np.bincount(targets, weights=log_probs.double().cpu().numpy(), minlength=trie.size)
 
     def encode(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
         """The decoder states of all sources (N rows, longest first), the row of each source (N,) and
@@ -136,3 +170,71 @@ def windows(pairs: Iterable[Pair], config: ScoringConfig) -> Iterator[list[Pair]
             window, sources, source_tokens = [], set(), 0
     if window:
         yield window
+
+
+class PrefixTrie:
+    """The distinct prefixes of a set of targets, per source: the decoder states forced decoding needs.
+
+    The targets of one source share prefixes (an n-best list's hypotheses differ in a few words,
+    a phrase table's targets of one source phrase in their endings), and a prefix's decoder state
+    and next-word distribution are the same whichever target it begins. A node is a source and a
+    prefix y_1..y_k (k ≥ 0); decoding it consumes y_k (``<s>`` for k = 0) from its parent's state
+    and predicts y_{k+1}. A target of n words and ``</s>`` passes through n + 1 nodes, and its
+    ln p is the sum of their log-probabilities of its next words.
+
+    Built from targets sorted by source, then word by word (so that equal prefixes are adjacent),
+    with array operations: row i shares its node of depth k with row i − 1 when both have the same
+    source and their first k words are equal. Nodes are numbered depth by depth.
+    """
+
+    def __init__(self, targets: np.ndarray, lengths: np.ndarray, sources: np.ndarray):
+        """``targets`` (P, L): ids then ``</s>``, padded, sorted as said; ``lengths`` (P,); ``sources`` (P,)."""
+        self.size = len(targets)
+        depth = np.arange(int(lengths.max()))
+        self.targets = targets[:, : len(depth)]
+        self.on_path = depth[None, :] < lengths[:, None]  # (P, D): the nodes of each target
+        new = self.on_path & (self.common_prefix(self.targets, sources)[:, None] < depth[None, :])  # (P, D)
+        counts = new.sum(0)  # nodes per depth
+        self.first = np.concatenate([[0], np.cumsum(counts)])  # first node of each depth
+        self.node = self.first[None, :-1] + np.cumsum(new, axis=0) - 1  # (P, D), valid on paths
+        self.new = new
+        self.roots = sources[new[:, 0]]  # the source row of each node of depth 0
+
+    @staticmethod
+    def common_prefix(targets: np.ndarray, sources: np.ndarray) -> np.ndarray:
+        """(P,): for each row, how many first words it shares with the row before, −1 for another source."""
+        shared = np.full(len(targets), -1)
+        if len(targets) > 1:
+            equal = targets[1:] == targets[:-1]
+            words = np.where(equal.all(1), targets.shape[1], equal.argmin(1))
+            shared[1:] = np.where(sources[1:] == sources[:-1], words, -1)
+        return shared
+
+    def levels(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per depth k: each node's parent (its index among the nodes of depth k − 1) and the word it consumes."""
+        for k in range(self.new.shape[1]):
+            rows = self.new[:, k]
+            if k == 0:
+                yield np.zeros(0, dtype=np.int64), np.full(int(rows.sum()), BOS_ID)
+            else:
+                yield self.node[rows, k - 1] - self.first[k - 1], self.targets[rows, k - 1]
+
+    def predictions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (node, next word) each target needs, sorted by node: the nodes, the words and the targets (E,)."""
+        targets, depths = np.nonzero(self.on_path)
+        nodes = self.node[targets, depths]
+        order = np.argsort(nodes, kind="stable")
+        return nodes[order], self.targets[targets, depths][order], targets[order]
+
+    @staticmethod
+    def batches(targets: np.ndarray, lengths: np.ndarray, sources: np.ndarray, max_nodes: int) -> Iterator[slice]:
+        """Consecutive slices of the sorted rows whose tries have about ``max_nodes`` nodes at most (a
+        row that starts a slice may add a few nodes its predecessor held; a row alone may exceed it)."""
+        shared = PrefixTrie.common_prefix(targets, sources)
+        nodes = np.cumsum(lengths - np.minimum(shared + 1, lengths))  # nodes up to and including each row
+        start = 0
+        while start < len(targets):
+            before = nodes[start - 1] if start else 0
+            end = max(start + 1, int(np.searchsorted(nodes, before + max_nodes, side="right")))
+            yield slice(start, end)
+            start = end

@@ -28,7 +28,7 @@ from rerank.models.checkpoint import (
 )
 from rerank.models.config import CONFIG
 from rerank.models.device import torch_threads
-from rerank.models.seq2seq import Seq2Seq, token_log_probs
+from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary
 from rerank.training.config import TrainConfig
 from rerank.training.data import bucketed_order, make_batch, read_parallel, read_phrase_pairs
@@ -233,8 +233,7 @@ class Trainer:
         """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
         part, weight = self.world.share(indices)  # all of it in one process
         batch = make_batch([self.train_src[i] for i in part], [self.train_trg[i] for i in part])
-        logits = self.parallel_model(batch.src, batch.src_len, batch.trg)
-        nll = -token_log_probs(logits, batch.trg).sum()
+        nll = self.parallel_model(batch.src, batch.src_len, batch.trg)  # −Σ ln p of the targets
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
         # gradients are averaged over the processes, hence the weight (the number of processes)
