@@ -18,6 +18,7 @@ in the cluster. Ray is an optional dependency (``pip install 'rerank[ray]'``), i
 from __future__ import annotations
 
 import contextlib
+import gc
 import gzip
 import logging
 import os
@@ -32,7 +33,7 @@ import torch
 from rerank.errors import FormatError, RerankError, counted
 from rerank.formats.files import GZIP_MAGIC, atomic_output, decode_line, display_name, is_gzip
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
-from rerank.formats.shards import table_segments
+from rerank.formats.shards import starts_table_segment
 from rerank.formats.tokens import Pair
 from rerank.models.checkpoint import load_model
 from rerank.models.device import torch_device
@@ -43,6 +44,7 @@ from rerank.search.table import ScoreAppender
 logger = logging.getLogger(__name__)
 
 INSTALL = "pip install 'rerank[ray]'"
+SEPARATOR_BYTES = SEPARATOR.encode()
 LOCAL = "local"  # --ray local: start a Ray instance on this machine for the run
 
 
@@ -189,43 +191,64 @@ def read_windows(batch: dict[str, np.ndarray], scoring: ScoringConfig,
     segment of the table, see :class:`~rerank.search.table.ScoreAppender`): their raw bytes and the first
     one's line number."""
     path = str(batch["path"][0])
-    for first, lines in _segments(path):
-        pairs = (_source(line, encoding) for line in lines)
+    for first, lines, sources in _segments(path):
+        with _no_gc():  # a list of words per source: the cyclic collector would take most of the time
+            cuts = [len(window) for window in windows(_pairs(sources, encoding), scoring)]
         start = 0
-        for window in windows(pairs, scoring):
+        for size in cuts:
             yield {"first_line": np.array([first + start]),
-                   "text": np.array([b"".join(lines[start: start + len(window)])], dtype=object)}
-            start += len(window)
+                   "text": np.array([b"".join(lines[start: start + size])], dtype=object)}
+            start += size
 
 
-def _source(line: bytes, encoding: str) -> Pair:
-    """What :func:`~rerank.search.scoring.windows` looks at of a line: its source words (a bad byte is
+def _pairs(sources: list[bytes], encoding: str) -> Iterator[Pair]:
+    """What :func:`~rerank.search.scoring.windows` looks at of each line: its source words (a bad byte is
     the scoring worker's to report)."""
-    return line.decode(encoding, errors="replace").split(SEPARATOR, 1)[0].split(), []
+    previous: bytes | None = None
+    words: tuple[str, ...] = ()
+    for source in sources:
+        if source is not previous:
+            previous, words = source, tuple(source.decode(encoding, errors="replace").split())
+        yield words, ()
 
 
-def _segments(path: str) -> Iterator[tuple[int, list[bytes]]]:
-    """The segments of the table ``path`` (:func:`~rerank.formats.shards.table_segments`): the number of
-    each one's first line and its lines, with their ends."""
-    starts = table_segments()
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The block without the cyclic garbage collector (nothing it makes is cyclic)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _segments(path: str) -> Iterator[tuple[int, list[bytes], list[bytes]]]:
+    """The segments of the table ``path`` (:func:`~rerank.formats.shards.starts_table_segment`): the number
+    of each one's first line, its lines (with their ends) and their source phrases (one object for a run
+    of equal ones)."""
     lines: list[bytes] = []
-    previous = b""
+    sources: list[bytes] = []
+    source = b""
     read = 0
     with _table_bytes(path) as stream:
         try:
             for line in stream:
-                body = line[:-1] if line.endswith(b"\n") else line
-                if lines and starts(previous, body, read + 1):
-                    yield read - len(lines) + 1, lines
-                    lines = []
+                here = line[: line.find(SEPARATOR_BYTES)].strip()
+                if here != source or not lines:  # a table is sorted by source: most lines repeat the one before's
+                    if lines and starts_table_segment(source, here):
+                        yield read - len(lines) + 1, lines, sources
+                        lines, sources = [], []
+                    source = here
                 lines.append(line)
-                previous = body
+                sources.append(source)
                 read += 1
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             raise RerankError(str(FormatError(display_name(path), read + 1, "a complete gzip stream",
                                               got=f"{type(e).__name__}: {e}"))) from None
     if lines:
-        yield read - len(lines) + 1, lines
+        yield read - len(lines) + 1, lines, sources
 
 
 @contextlib.contextmanager
