@@ -21,7 +21,9 @@ import contextlib
 import gc
 import gzip
 import logging
+import math
 import os
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -80,13 +82,28 @@ class RayCluster:
         return "cuda" if self.gpus > 0 else "cpu"
 
 
+@dataclass
+class RayRun:
+    """What a run did: its workers, the pairs scored, the values floored, and the CPU time the workers
+    spent on the pairs (their processes' time, all threads; start-up and model loading left out)."""
+
+    workers: int
+    pairs: int = 0
+    floored: int = 0
+    cpu_seconds: float = 0.0
+
+    @property
+    def pairs_per_cpu_second(self) -> float:
+        return self.pairs / self.cpu_seconds if self.cpu_seconds else math.nan
+
+
 def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLike[str], *,
                            output: str | os.PathLike[str], cluster: RayCluster, num_scores: int,
                            scoring: ScoringConfig | None = None, encoding: str = "utf-8",
-                           show_progress: bool = True) -> None:
+                           show_progress: bool = True) -> RayRun:
     """Write ``table`` to ``output`` (atomically) with exp(ln p(target | source)) under ``model`` appended to
     each line, as :func:`~rerank.search.table.score_phrase_table` does, scored on ``cluster``; every line
-    must have ``num_scores`` scores (the first line's)."""
+    must have ``num_scores`` scores (the first line's). Returns what the run did."""
     ray = import_ray()
     scoring = scoring or ScoringConfig()
     name = display_name(table)
@@ -100,16 +117,21 @@ def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLi
                     "" if cluster.cpus == 1 else "s", f" and {cluster.gpus:g} GPU" if cluster.gpus else "")
         dataset = _pipeline(ray, table, model, cluster, workers, scoring, encoding, num_scores)
         progress = progress_bar("pairs", None, enabled=show_progress)
-        floored = 0
+        run = RayRun(workers)
         with atomic_output(output, encoding) as out:
             for batch in _batches(dataset):
-                for text, lines, low in zip(batch["text"], batch["lines"], batch["floored"], strict=True):
+                for text, lines, low, cpu in zip(batch["text"], batch["lines"], batch["floored"], batch["cpu"],
+                                                 strict=True):
                     out.write(text)
                     progress.update(int(lines))
-                    floored += int(low)
+                    run.pairs += int(lines)
+                    run.floored += int(low)
+                    run.cpu_seconds += float(cpu)
         progress.close()
-        logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
-                    counted(floored, "value"), MOSES_LOWEST_LOG)
+        logger.info("%s: %s; %s floored at exp(%g); the workers' CPU time %.1f s, %s pairs per CPU second",
+                    display_name(output), summary(progress), counted(run.floored, "value"), MOSES_LOWEST_LOG,
+                    run.cpu_seconds, f"{run.pairs_per_cpu_second:,.0f}")
+        return run
     finally:
         if started:
             ray.shutdown()
@@ -280,16 +302,19 @@ class GroupScorer:
         self.num_scores = num_scores
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        texts, lines, floored = [], [], []
+        texts, lines, floored, cpu = [], [], [], []
         try:
             for first, raw in zip(batch["first_line"].tolist(), batch["text"], strict=True):
+                started = time.process_time()
                 text, count, low = self.score_group(int(first), bytes(raw))
                 texts.append(text)
                 lines.append(count)
                 floored.append(low)
+                cpu.append(time.process_time() - started)
         except RerankError as e:  # as a plain RerankError, which crosses process boundaries intact
             raise RerankError(str(e)) from None
-        return {"text": np.array(texts, dtype=object), "lines": np.array(lines), "floored": np.array(floored)}
+        return {"text": np.array(texts, dtype=object), "lines": np.array(lines), "floored": np.array(floored),
+                "cpu": np.array(cpu)}
 
     def score_group(self, first: int, raw: bytes) -> tuple[str, int, int]:
         """The lines of ``raw`` (the first is line ``first`` of the table) with their score, how many there
