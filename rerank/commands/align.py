@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--line", type=positive_int, metavar="N", help="line number (1-based) in the files")
     parser.add_argument("--beam", type=positive_int, metavar="K", help="beam size when translating (default 10)")
     parser.add_argument("-o", "--output", required=True, metavar="IMAGE", help="the figure: .png, .pdf, .svg ...")
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
 
 
 def sentence_from(text: str | None, path: str | None, line: int | None, flag: str) -> list[str] | None:
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.nbest import format_value
     from rerank.models.checkpoint import load_model
+    from rerank.models.device import torch_device
     from rerank.models.vocab import EOS
     from rerank.search.alignment import attention_weights
     from rerank.search.beam import SearchConfig
@@ -63,9 +64,10 @@ def run(args: argparse.Namespace) -> int:
     source = sentence_from(args.source, args.source_file, args.line, "--source-file")
     target = sentence_from(args.target, args.target_file, args.line, "--target-file")
     assert source is not None  # the argument group requires one of --source, --source-file
-    loaded = load_model(args.model, args.device)
+    device = torch_device(args.device)
+    loaded = load_model(args.model, device)
     search = SearchConfig(beam_size=args.beam) if args.beam else SearchConfig()
-    aligned = attention_weights(loaded, source, target, search, args.device)
+    aligned = attention_weights(loaded, source, target, search, device)
     if target is None:
         logger.info("translation: %s", " ".join(aligned.target))
     unknown = [w for w in aligned.target if w not in loaded.trg_vocab] + \

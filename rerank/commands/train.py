@@ -27,26 +27,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="training config (see configs/*.yaml)")
     parser.add_argument("--output-dir", help="model directory (overrides output_dir of the config)")
     parser.add_argument("--threads", type=positive_int, help="CPU threads (overrides training.threads)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu, cuda or cuda:N (default: %(default)s; under torchrun cuda is each process's GPU)")
     parser.epilog = "\n".join(f"  {line}" for line in describe_keys(TrainConfig))
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from rerank.models.device import torch_device
     from rerank.training.config import load_train_config
     from rerank.training.distributed import process_group, world_from_env
     from rerank.training.trainer import Trainer
 
+    device = torch_device(args.device)
     config = load_train_config(args.config)
     if args.output_dir:
         config = dataclasses.replace(config, output_dir=args.output_dir)
     if args.threads:
         config = dataclasses.replace(config, training=dataclasses.replace(config.training, threads=args.threads))
     world = world_from_env()
+    if args.device == "cuda" and world.distributed:  # each process its own GPU
+        device = torch.device("cuda", world.local_rank)
     if not world.is_main:  # process 0 speaks for the run
         logging.getLogger("rerank").setLevel(logging.WARNING)
-    with process_group(world, torch.device("cpu")):
-        progress = Trainer(config, world).train()
+    with process_group(world, device):
+        progress = Trainer(config, world, device).train()
     if world.is_main:
         print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
               f"updates ({progress.finished})")

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.shards import ShardReader, check_shard_output, line_blocks, write_manifest
     from rerank.models.checkpoint import load_model
     from rerank.models.config import DEFAULT_LABELS
-    from rerank.models.device import torch_threads
+    from rerank.models.device import torch_device, torch_threads
     from rerank.search.alignment import require_attention_for
     from rerank.search.translate import (
         BATCH_SIZE,
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         with reader.file_line_numbers():
             sentences = [line.split() for _, line in reader.lines()]
         first_id = reader.lines_before() if sentences else 0
-    loaded = load_model(args.model, args.device)
+    loaded = load_model(args.model, torch_device(args.device))
     label = label or DEFAULT_LABELS[loaded.architecture]
     if args.weights:
         config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))

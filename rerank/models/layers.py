@@ -198,12 +198,13 @@ class _GoldLogProbs(torch.autograd.Function):
         return grad_features, grad_weight, grad_bias, None, None
 
 
+@torch.no_grad()
 def node_log_probs(features: Tensor, layer: nn.Linear, nodes: np.ndarray, ids: np.ndarray,
                    rows: int = OUTPUT_BLOCK_ROWS) -> Tensor:
     """ln softmax(layer(features[nodes[e]]))[ids[e]] (E,) for every entry e; ``nodes`` (E,) sorted.
 
     Every row of ``features`` (N, U) is normalised once, ``rows`` rows at a time, however many
-    entries read it: the prefixes shared by several targets (:mod:`rerank.search.scoring`).
+    entries read it: the prefixes shared by several targets (:mod:`rerank.search.scoring`). No gradient.
     """
     out = features.new_empty(len(nodes))
     bounds = np.searchsorted(nodes, np.arange(0, features.shape[0] + rows, rows))

@@ -107,7 +107,7 @@ def attention_weights(loaded: LoadedModel, source: Tokens, target: Tokens | None
     model = loaded.model
     require_attention(model, "rerank align")
     src, src_len = pad(to_ids([source], loaded.src_vocab))
-    src = src.to(device)
+    src, src_len = src.to(device), src_len.to(device)
     if target is None:
         [[best]] = beam_search(model, src, src_len, search)
         assert best.attention is not None

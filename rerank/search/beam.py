@@ -286,7 +286,8 @@ def beam_search(model: Seq2Seq, src: Tensor, src_len: Tensor, config: SearchConf
         raise ValueError("beam search needs the model in evaluation mode (model.eval()): dropout is on")
     sentences, k = src.shape[0], config.beam_size
     device = src.device
-    max_words = torch.ceil(config.max_ratio * (src_len.to(device) - 1).double()).long()  # (B,)
+    src_len = src_len.to(device)  # the decoder state's lengths go where its other tensors are
+    max_words = torch.ceil(config.max_ratio * (src_len - 1).double()).long()  # (B,)
     state = model.encode(src, src_len)  # one <s> hypothesis per sentence: B rows, then B'·K after step 0
     width = 1  # hypotheses per sentence
     scores = torch.zeros(sentences, dtype=state.hidden.dtype, device=device)  # (R,) Σ ln p

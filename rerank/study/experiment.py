@@ -82,6 +82,7 @@ class ExperimentConfig:
     tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
     buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
     threads: int | None = None  # torch's CPU threads for scoring and decoding (training: its config's); default all
+    device: str = "cpu"  # where the models train, score and decode: cpu, cuda or cuda:N
 
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
@@ -152,11 +153,16 @@ class Experiment:
         if timing:
             self.timings[timing] = time.monotonic() - started
 
+    def device_flag(self) -> list[str]:
+        """``--device`` for the commands.sh line of a step that runs a model (none for the CPU)."""
+        return [] if self.config.device == "cpu" else ["--device", self.config.device]
+
     # -- the study -------------------------------------------------------------------------------
 
     def run(self) -> Path:
-        from rerank.models.device import torch_threads
+        from rerank.models.device import torch_device, torch_threads
 
+        torch_device(self.config.device)  # checked before the first step
         with torch_threads(self.config.threads):
             return self._run()
 
@@ -193,8 +199,8 @@ class Experiment:
                 continue
             directory = self.out / "models" / name
             train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
-            self.step(["train", "--config", config, "--output-dir", directory], [],
-                      train_model, train_config, timing=f"train {name}")
+            self.step(["train", "--config", config, "--output-dir", directory, *self.device_flag()], [],
+                      train_model, train_config, self.config.device, timing=f"train {name}")
             models[name] = directory
         return models
 
@@ -214,18 +220,20 @@ class Experiment:
             first, entries = peek(read_phrase_table(phrase_table))
             scores = len(first.scores) if first is not None else None
             scored_ini = table_moses_ini(moses.ini, ini, "TranslationModel0", scores, table, TRAIN_MODEL_WEIGHT)
-            score_phrase_table(entries, Scorer.load(encdec), table=phrase_table, output=table, show_progress=False)
+            score_phrase_table(entries, Scorer.load(encdec, self.config.device), table=phrase_table, output=table,
+                               show_progress=False)
             scored_ini.write(ini)
 
         self.step(["score-table", phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
-                   "--moses-ini-out", ini], [table, ini], score, timing="score-table")
+                   "--moses-ini-out", ini, *self.device_flag()], [table, ini], score, timing="score-table")
 
     def feature_config(self, models: dict[str, Path]) -> Path:
         """The rescoring features: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary)."""
         path = self.out / "rescore.yaml"
+        device = {} if self.config.device == "cpu" else {"device": self.config.device}
         features = [
-            {"kind": "nmt", "name": "RNN0", "model": str(models["encdec"])},
-            {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"])},
+            {"kind": "nmt", "name": "RNN0", "model": str(models["encdec"]), **device},
+            {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"]), **device},
             {"kind": "kenlm", "name": "LM1", "path": self.config.moses.language_model},
             {"kind": "word-penalty", "name": "WP1"},
             {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
@@ -255,7 +263,7 @@ class Experiment:
         from rerank.search.translate import TranslationOutputs, translate_file
 
         c = self.config
-        search = ["--beam", c.beam, "--length-penalty", c.length_penalty]
+        search = ["--beam", c.beam, "--length-penalty", c.length_penalty, *self.device_flag()]
         unk = ["--unk-replace"] if c.unk_replace else []
         if unk and c.moses.phrase_table:
             unk += ["--phrase-table", c.moses.phrase_table]
@@ -271,11 +279,11 @@ class Experiment:
             return dictionaries["table"]
 
         def translate(model: str, output: Path, nbest: int | None = None) -> None:
-            loaded = load_model(models[model])
+            loaded = load_model(models[model], c.device)
             search_config = dataclasses.replace(config, nbest=nbest) if nbest else config
             translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), search_config,
                            label=DEFAULT_LABELS[loaded.architecture],
-                           dictionary=dictionary() if model == "rnnsearch" else None)
+                           dictionary=dictionary() if model == "rnnsearch" else None, device=c.device)
 
         for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention
             output = self.out / f"{name}.{model}.1best"
@@ -450,10 +458,10 @@ def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) ->
                  known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
 
 
-def train_model(config: TrainConfig) -> None:
+def train_model(config: TrainConfig, device: str = "cpu") -> None:
     from rerank.training.trainer import Trainer
 
-    Trainer(config).train()
+    Trainer(config, device=device).train()
 
 
 def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from rerank.errors import FormatError
@@ -71,6 +72,10 @@ class Batch:
     @property
     def target_tokens(self) -> int:
         return int(self.trg_len.sum())
+
+    def to(self, device: torch.device) -> Batch:
+        """The batch on ``device`` (the lengths stay where they are: the encoder packs on the CPU)."""
+        return Batch(self.src.to(device), self.src_len, self.trg.to(device), self.trg_len)
 
 
 def make_batch(src_ids: Sequence[Sequence[int]], trg_ids: Sequence[Sequence[int]]) -> Batch:

@@ -54,10 +54,12 @@ class Progress:
 
 class Trainer:
     """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there;
-    ``world``: this process's place under torchrun (the process group must be set up)."""
+    ``world``: this process's place under torchrun (the process group must be set up); ``device``: where the
+    model and its batches go."""
 
-    def __init__(self, config: TrainConfig, world: World | None = None):
+    def __init__(self, config: TrainConfig, world: World | None = None, device: str | torch.device = "cpu"):
         self.config = config
+        self.device = torch.device(device)
         self.world = world or World()
         self.out = Path(config.output_dir)
         if self.world.is_main:
@@ -65,7 +67,7 @@ class Trainer:
         self.world.barrier()  # the others read what process 0 wrote
         self._load_data()
         torch.manual_seed(config.training.seed)
-        self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab))
+        self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab)).to(self.device)
         self.optimizer = self._make_optimizer()
         self.progress = Progress(learning_rate=config.training.learning_rate)
         if (self.out / CHECKPOINT).exists():
@@ -232,7 +234,7 @@ class Trainer:
     def _update(self, indices: np.ndarray) -> tuple[float, int]:
         """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
         part, weight = self.world.share(indices)  # all of it in one process
-        batch = make_batch([self.train_src[i] for i in part], [self.train_trg[i] for i in part])
+        batch = make_batch([self.train_src[i] for i in part], [self.train_trg[i] for i in part]).to(self.device)
         nll = self.parallel_model(batch.src, batch.src_len, batch.trg)  # −Σ ln p of the targets
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
@@ -277,9 +279,10 @@ def validation_perplexity(model: Seq2Seq, src_ids: list[list[int]], trg_ids: lis
     """exp(−mean ln p per target token, ``</s>`` included) under forced decoding."""
     model.eval()
     nll, tokens = 0.0, 0
+    device = next(model.parameters()).device
     with torch.inference_mode():
         for indices in sorted_batches([len(s) for s in src_ids], batch_size):
-            batch = make_batch([src_ids[i] for i in indices], [trg_ids[i] for i in indices])
+            batch = make_batch([src_ids[i] for i in indices], [trg_ids[i] for i in indices]).to(device)
             nll -= float(model.score(model.encode(batch.src, batch.src_len), batch.trg).sum())
             tokens += batch.target_tokens
     return math.exp(nll / tokens)
