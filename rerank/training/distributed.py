@@ -58,7 +58,7 @@ class World:
         """``values`` summed over the processes, and process 0's ``main_only`` (its clock): one collective."""
         if not self.distributed:
             return list(values), main_only
-        tensor = torch.tensor([*values, main_only if self.is_main else 0.0], dtype=torch.float64)
+        tensor = _for_backend(torch.tensor([*values, main_only if self.is_main else 0.0], dtype=torch.float64))
         dist.all_reduce(tensor)
         return tensor[:-1].tolist(), float(tensor[-1])
 
@@ -66,7 +66,7 @@ class World:
         """Process 0's ``value``, in every process."""
         if not self.distributed:
             return value
-        tensor = torch.tensor([value if self.is_main else 0.0], dtype=torch.float64)
+        tensor = _for_backend(torch.tensor([value if self.is_main else 0.0], dtype=torch.float64))
         dist.broadcast(tensor, src=0)
         return float(tensor[0])
 
@@ -75,13 +75,19 @@ class World:
         state = torch.get_rng_state()
         if not self.distributed:
             return [state]
+        state = _for_backend(state)
         states = [torch.empty_like(state) for _ in range(self.size)]
         dist.all_gather(states, state)
-        return states
+        return [s.cpu() for s in states]
 
     def barrier(self) -> None:
         if self.distributed:
             dist.barrier()
+
+
+def _for_backend(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` where the process group's backend reduces it: NCCL only on this process's GPU."""
+    return tensor.cuda() if dist.get_backend() == "nccl" else tensor
 
 
 def world_from_env(env: Mapping[str, str] | None = None) -> World:
