@@ -2,6 +2,9 @@
 # Create .venv and install rerank with everything it needs (torch, kenlm, sacrebleu, ...).
 # Safe to run again: it only installs what is missing.
 #
+# usage: bash scripts/setup.sh [EXTRAS]   (default "test": pytest, ruff, mypy; scripts/test.sh adds
+#        "ray", Ray Data for score-table --ray, about 500 MB, which the tests run on a local cluster)
+#
 # torch: on a machine without an NVIDIA GPU, torch's CPU-only build (about 200 MB), from PyTorch's CPU
 # wheel index or from a pip index already configured to serve it; with a GPU (nvidia-smi works), the
 # CUDA build from PyPI. Choose explicitly with RERANK_TORCH=cpu or RERANK_TORCH=cuda.
@@ -41,5 +44,4 @@ case "$torch_build" in
     echo "setup: RERANK_TORCH must be cpu or cuda, not '$torch_build'" >&2
     exit 2 ;;
 esac
-# test: pytest, ruff, mypy; ray: Ray Data for score-table --ray, which the tests run on a local cluster
-.venv/bin/python -m pip install -q -e ".[test,ray]"
+.venv/bin/python -m pip install -q -e ".[${1:-test}]"

@@ -3,7 +3,7 @@
 # the rerank package, and the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test,ray
 .venv/bin/ruff check .
 .venv/bin/mypy
 .venv/bin/python -m pytest -q "$@"
