@@ -1,5 +1,5 @@
-"""Throughput of batched forced-decoding scores on the real Multi30k Moses files, against a naive loop
-and against this machine's own fp32 matrix-multiply rate.
+"""Throughput of batched forced-decoding scores on the real Multi30k Moses files: the fast path against
+the reference one in the same run, a naive loop, and this machine's own fp32 matrix-multiply rate.
 
 For each small config (``configs/encdec-small.yaml``, ``configs/rnnsearch-small.yaml``), with a trained
 model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
@@ -7,11 +7,16 @@ training data (throughput does not depend on the weights), it prints:
 
 * phrase pairs/s of :class:`rerank.search.scoring.Scorer` on the first ``--pairs`` lines of the real phrase table;
 * n-best hypotheses/s on the whole test_2016_flickr 100-best list (64,736 hypotheses, 1,000 sources);
-* pairs/s of a naive loop that encodes and scores one pair at a time, on a sample of the same lines;
+  each by the fast path (each distinct target prefix of a source decoded once, the output layer at real
+  positions, block by block) and by the reference path (:func:`rerank.models.seq2seq.reference_path`,
+  ``share_prefixes: false``: every pair decoded whole, logits at every position), taking turns, with
+  the largest difference of their ln p;
+* pairs/s of a naive loop that encodes and scores one pair at a time (reference path), on a sample;
 * the achieved FLOP rate, as a share of the fp32 ``torch.mm`` rate (1024 x 1024) measured just before
-  each timed run. FLOPs are the model's useful matrix-multiply FLOPs as
+  each timed run. FLOPs are the matrix-multiply FLOPs each path needs, as
   ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
-  distinct source of a window, a decoder pass per pair, at their own lengths;
+  distinct source of a window, then a decoder pass per pair (reference) or a decoder step per
+  distinct prefix (fast), at their own lengths;
 * peak resident memory of this process.
 
 With ``--full-table`` it also runs ``rerank score-table`` on the whole table (1,219,049 lines) in a
@@ -22,6 +27,7 @@ output, byte-identical but for the added value. The machine is shared: each run 
     python bench/bench_scoring.py
     python bench/bench_scoring.py --threads 1 2 --repeat 3
     python bench/bench_scoring.py --configs encdec-small --model runs/encdec-small --full-table
+    python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 1
 """
 
 from __future__ import annotations
@@ -52,9 +58,9 @@ from rerank.formats.tokens import Pair
 from rerank.models.architectures import build_model
 from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model, save_model
-from rerank.models.seq2seq import Seq2Seq, shift_right, token_log_probs
+from rerank.models.seq2seq import Seq2Seq, reference_path
 from rerank.models.vocab import EOS_ID, Vocabulary
-from rerank.search.scoring import Scorer
+from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig
 from rerank.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,34 +83,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--naive", type=int, default=300, help="pairs in the naive loop's sample")
     parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
+    parser.add_argument("--workloads", nargs="+", choices=["table", "nbest"], default=["table", "nbest"])
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
     args = parser.parse_args(argv)
     if args.model and len(args.configs) != 1:
         parser.error("--model goes with one config")
     table = args.data / "moses-multi30k" / "model" / "phrase-table.gz"
-    workloads = [Workload(f"phrase table, first {args.pairs or 'all'} lines", "pairs", table_pairs(table, args.pairs)),
-                 Workload("n-best, test_2016_flickr 100-best", "hyps", nbest_pairs(args.data))]
+    workloads = [Workload(f"phrase table, first {args.pairs or 'all'} lines", "pairs", table_pairs(table, args.pairs))
+                 if kind == "table" else Workload("n-best, test_2016_flickr 100-best", "hyps", nbest_pairs(args.data))
+                 for kind in args.workloads]
     print(f"{os.cpu_count()} CPUs, torch {torch.__version__}, threads {args.threads}, "
           f"load average {os.getloadavg()[0]:.1f}")
     for name in args.configs:
         scorer = make_scorer(name, args.model)
+        reference = Scorer(scorer.model, scorer.src_vocab, scorer.trg_vocab, ScoringConfig(share_prefixes=False))
         print(f"\n== {name}: {scorer.model.config.architecture}, vocabularies {len(scorer.src_vocab)} / "
               f"{len(scorer.trg_vocab)}, {'weights of ' + str(args.model) if args.model else 'random weights'}")
         cost = FlopModel.calibrate(scorer.model)
+        with reference_path(scorer.model):
+            reference_cost = FlopModel.calibrate(scorer.model)
         for workload in workloads:
-            flops = cost.useful_flops(scorer, workload.pairs)
-            print(f"{workload.name}: {len(workload.pairs):,} {workload.unit}, "
-                  f"{flops / len(workload.pairs) / 1e6:.1f} MFLOP per {workload.unit[:-1]}")
+            flops = {"fast": cost.prefix_flops(scorer, workload.pairs),
+                     "reference": reference_cost.useful_flops(scorer, workload.pairs)}
+            print(f"{workload.name}: {len(workload.pairs):,} {workload.unit}; MFLOP per {workload.unit[:-1]}: "
+                  f"{flops['fast'] / len(workload.pairs) / 1e6:.1f} fast, "
+                  f"{flops['reference'] / len(workload.pairs) / 1e6:.1f} reference")
             for threads in args.threads:
                 torch.set_num_threads(threads)
-                runs = [timed(functools.partial(score_all, scorer, workload.pairs)) for _ in range(args.repeat)]
-                report(f"  batched, {threads} thread(s)", workload.unit, len(workload.pairs), flops, runs)
-        sample = table_sample(workloads[0].pairs, args.naive)
+                runs: dict[str, list[tuple[float, float, float]]] = {"fast": [], "reference": []}
+                scores = {}
+                for _ in range(args.repeat):
+                    for path, work in (("fast", scorer), ("reference", reference)):
+                        with reference_path(scorer.model, path == "reference"):
+                            scores[path], timing = timed(functools.partial(score_all, work, workload.pairs))
+                        runs[path].append(timing)
+                for path in ("fast", "reference"):
+                    report(f"  {path}, {threads} thread(s)", workload.unit, len(workload.pairs), flops[path],
+                           runs[path])
+                ratio = [r[1] / f[1] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
+                ratio_cpu = [r[2] / f[2] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
+                difference = np.abs(np.array(scores["fast"]) - np.array(scores["reference"])).max()
+                print(f"  fast/reference, {threads} thread(s): {statistics.median(ratio):.2f}x by the wall clock, "
+                      f"{statistics.median(ratio_cpu):.2f}x by CPU time; largest |difference of ln p| {difference:.1e}",
+                      flush=True)
+        sample = table_sample(table_pairs(table, args.pairs), args.naive)
         for threads in args.threads:
             torch.set_num_threads(threads)
-            runs = [timed(functools.partial(naive_scores, scorer, sample)) for _ in range(args.repeat)]
-            report(f"  naive loop, {threads} thread(s), {len(sample)} sampled phrase pairs", "pairs", len(sample),
-                   cost.useful_flops(scorer, sample, window=1), runs)
+            with reference_path(scorer.model):
+                naive = [timed(functools.partial(naive_scores, scorer, sample))[1] for _ in range(args.repeat)]
+            report(f"  naive loop (reference path), {threads} thread(s), {len(sample)} sampled phrase pairs", "pairs",
+                   len(sample), reference_cost.useful_flops(scorer, sample, window=1), naive)
         print(f"  peak resident memory of this process so far: {peak_rss_mib():,.0f} MiB")
         if args.full_table:
             full_table_run(scorer, table, args.model, args.threads[-1])
@@ -143,12 +171,12 @@ def table_sample(pairs: list[Pair], size: int) -> list[Pair]:
     return pairs[:: max(1, len(pairs) // size)][:size]
 
 
-def timed(work: Callable[[], object]) -> tuple[float, float]:
-    """The fp32 matmul rate (FLOP/s) just before, and the seconds ``work`` takes."""
+def timed(work: Callable[[], list[float]]) -> tuple[list[float], tuple[float, float, float]]:
+    """What ``work`` returns; the fp32 matmul rate (FLOP/s) just before, the seconds and the CPU seconds it takes."""
     rate = matmul_rate()
-    start = time.perf_counter()
-    work()
-    return rate, time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    result = work()
+    return result, (rate, time.perf_counter() - start, time.process_time() - cpu)
 
 
 def matmul_rate(size: int = 1024, repeat: int = 10) -> float:
@@ -165,15 +193,21 @@ def timed_once(work: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def report(label: str, unit: str, count: int, flops: float, runs: list[tuple[float, float]]) -> None:
-    """Median and best of the runs: items/s, achieved GFLOP/s, and its share of the matmul rate of that run."""
-    rates = [count / seconds for _, seconds in runs]
-    shares = [flops / seconds / mm for mm, seconds in runs]
+def report(label: str, unit: str, count: int, flops: float, runs: list[tuple[float, float, float]]) -> None:
+    """Median and best of the runs: items/s, achieved GFLOP/s, and its share of the matmul rate of that run,
+    by the wall clock; and items per CPU second with the share the CPU time gives (the time the job had
+    the cores, spread over torch's threads)."""
+    threads = torch.get_num_threads()
+    rates = [count / seconds for _, seconds, _ in runs]
+    shares = [flops / seconds / mm for mm, seconds, _ in runs]
+    cpu_rates = [count / cpu for _, _, cpu in runs]
+    cpu_shares = [flops / (cpu / threads) / mm for mm, _, cpu in runs]
     best = int(np.argmax(rates))
     print(f"{label}: {unit}/s median {statistics.median(rates):,.0f}, best {rates[best]:,.0f}; "
           f"{flops / runs[best][1] / 1e9:.1f} GFLOP/s at best = {100 * shares[best]:.0f}% of the matmul rate "
           f"({runs[best][0] / 1e9:.0f} GFLOP/s; median share {100 * statistics.median(shares):.0f}%, "
-          f"matmul rates {', '.join(f'{mm / 1e9:.0f}' for mm, _ in runs)})")
+          f"matmul rates {', '.join(f'{mm / 1e9:.0f}' for mm, _, _ in runs)}); per CPU second "
+          f"{statistics.median(cpu_rates):,.0f} {unit}, share {100 * statistics.median(cpu_shares):.0f}%")
 
 
 def naive_scores(scorer: Scorer, pairs: list[Pair]) -> list[float]:
@@ -212,6 +246,27 @@ class FlopModel:
     def decoder_cost(self, source: int, target: int) -> float:
         return float(self.decoder @ [1, source, target, source * target])
 
+    def prefix_flops(self, scorer: Scorer, pairs: list[Pair]) -> float:
+        """The FLOPs of scoring with shared prefixes: an encoder pass per distinct source of each window, a
+        decoder's start per source of each trie and a decoder step per trie node, as the scorer cuts them."""
+        total = 0.0
+        for part in scorer.windows(pairs):
+            sources = {tuple(s): i for i, s in enumerate(dict.fromkeys(tuple(s) for s, _ in part))}
+            total += sum(self.encoder_cost(len(s) + 1) for s in sources)
+            rows = np.array([sources[tuple(s)] for s, _ in part])
+            source_len = np.array([len(s) + 1 for s in sources])[rows]
+            targets, lengths = (x.numpy() for x in pad(to_ids([t for _, t in part], scorer.trg_vocab)))
+            order = np.lexsort((*targets.T[::-1], rows))
+            for batch in PrefixTrie.batches(targets[order], lengths[order], rows[order], scorer.config.max_tokens):
+                chosen = order[batch]
+                trie = PrefixTrie(targets[chosen], lengths[chosen], rows[chosen])
+                nodes = trie.new.sum(1)  # the nodes each target adds, at its source's length
+                length = source_len[chosen]
+                start, step = self.decoder[:2], self.decoder[2:]
+                total += float(sum(start @ [1, source_len[np.nonzero(rows == r)[0][0]]] for r in trie.roots))
+                total += float((step[0] + step[1] * length) @ nodes)
+        return total
+
     def useful_flops(self, scorer: Scorer, pairs: list[Pair], window: int | None = None) -> float:
         """The FLOPs the scorer needs: an encoder pass per distinct source of each window, a decoder pass per pair."""
         total = 0.0
@@ -236,8 +291,7 @@ def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
     with torch.inference_mode():
         state = model.encode(src, src_len)
         with FlopCounterMode(display=False) as counter:
-            logits, _ = model.teacher_forced(state, shift_right(trg))
-            token_log_probs(logits, trg)
+            model.score(state, trg)  # the fast path, or the reference one (teacher_forced and token_log_probs)
     return counter.get_total_flops()
 
 
@@ -284,9 +338,10 @@ def check_appended(table: Path, out: Path) -> int:
     return count
 
 
+def score_all(scorer: Scorer, pairs: list[Pair]) -> list[float]:
+    return list(scorer.score(pairs))
+
+
 if __name__ == "__main__":
     sys.exit(main())
 
-
-def score_all(scorer: Scorer, pairs: list[Pair]) -> list[float]:
-    return list(scorer.score(pairs))

@@ -1,46 +1,60 @@
-"""Training throughput of the small configs on the real Multi30k data: updates/s and target tokens/s.
+"""Training throughput of the small configs on the real Multi30k data, the fast path against the
+reference one in the same run, and the share of the machine's matmul rate each reaches.
 
 For each config it builds the trainer on the full training data (vocabularies, batches and model
 as ``rerank train`` builds them), runs a few warm-up updates, then times ``--updates`` updates of
-the first epoch's batches, at each thread count. The bar is JoeyNMT's GRU-256 attention model on
-this kind of machine, about 2,100 target tokens/s.
+the first epoch's batches at each thread count, the fast path (:meth:`Seq2Seq.forward`) and the
+reference path (:func:`rerank.models.seq2seq.reference_path`: logits at every position, then the
+log-softmax) taking turns on the same batches. FLOPs are the matrix multiplies of one update,
+forward and backward, as ``FlopCounterMode`` counts them for each path; the share is the achieved
+rate over the fp32 matmul rate measured just before, by the wall clock and by the CPU time.
+
+With ``--equal-updates N`` two models start from the same weights and random state and take N
+updates on the same batches, one per path: the losses of every update and the validation
+perplexity after them are printed side by side (the fast path draws the same dropout masks).
 
     python bench/bench_train.py
-    python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --updates 50
+    python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --updates 50 --equal-updates 100
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import logging
 import os
+import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from machine import Timing, describe, matmul_rate, share, timed
+from torch.utils.flop_counter import FlopCounterMode
 
-from rerank.training.config import load_train_config
+from rerank.models.seq2seq import reference_path
+from rerank.training.config import TrainConfig, load_train_config
 from rerank.training.data import bucketed_order
-from rerank.training.trainer import Trainer
+from rerank.training.trainer import Trainer, validation_perplexity
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP = 3
+PATHS = ("fast", "reference")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--configs", nargs="+", default=["encdec-small", "rnnsearch-small"])
     parser.add_argument("--threads", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--updates", type=int, default=30)
+    parser.add_argument("--updates", type=int, default=30, help="timed updates per path")
+    parser.add_argument("--equal-updates", type=int, default=0, metavar="N",
+                        help="train N updates on each path from the same start and compare (default: skip)")
     args = parser.parse_args()
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)
-    print(f"load average {os.getloadavg()[0]:.2f}; torch {torch.__version__}")
-    print(f"{'config':<16} {'threads':>7} {'params':>8} {'updates/s':>10} {'tokens/s':>9} {'s/update':>9}")
+    print(describe())
     for name in args.configs:
         config = load_train_config(REPO / "configs" / f"{name}.yaml")
         with tempfile.TemporaryDirectory() as out:
@@ -48,17 +62,84 @@ def main() -> int:
             batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
                                      config.training.bucket_window, np.random.default_rng(config.training.seed))
             parameters = sum(p.numel() for p in trainer.model.parameters())
+            tokens = int(sum(len(trainer.train_trg[i]) for i in batches[0]))
+            flops = {path: update_flops(trainer, batches[0], path) / tokens for path in PATHS}  # per target token
+            print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
+                  f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
+                                                                  for path in PATHS))
+            print(f"{'threads':>7} {'path':<10} {'tokens/s':>9} {'tokens/CPU-s':>12} {'s/update':>9} "
+                  f"{'GFLOP/s':>8} {'share (wall)':>12} {'share (CPU)':>11} {'matmul GFLOP/s':>14}")
             for threads in args.threads:
                 torch.set_num_threads(threads)
                 for batch in batches[:WARM_UP]:
                     trainer._update(batch)
-                started, tokens = time.perf_counter(), 0
-                for batch in batches[WARM_UP: WARM_UP + args.updates]:
-                    tokens += trainer._update(batch)[1]
-                seconds = time.perf_counter() - started
-                print(f"{name:<16} {threads:>7} {parameters / 1e6:>7.1f}M {args.updates / seconds:>10.2f} "
-                      f"{tokens / seconds:>9.0f} {seconds / args.updates:>9.3f}", flush=True)
+                results = time_paths(trainer, batches[WARM_UP: WARM_UP + args.updates])
+                for path in PATHS:
+                    count, timing = results[path]
+                    total = flops[path] * count
+                    print(f"{threads:>7} {path:<10} {count / timing.wall:>9.0f} {count / timing.cpu:>12.0f} "
+                          f"{timing.wall / args.updates:>9.3f} {total / timing.wall / 1e9:>8.1f} "
+                          f"{100 * share(total, timing):>11.0f}% {100 * share(total, timing, cpu=True):>10.0f}% "
+                          f"{timing.matmul / 1e9:>14.0f}", flush=True)
+                fast, reference = results["fast"][1], results["reference"][1]
+                print(f"{threads:>7} fast/reference: {reference.wall / fast.wall:.2f}x by the wall clock, "
+                      f"{reference.cpu / fast.cpu:.2f}x by CPU time")
+        if args.equal_updates:
+            equal_updates(config, args.equal_updates, min(args.threads))
+    print(f"\n{describe()}")
     return 0
+
+
+def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
+    """Matrix-multiply FLOPs of one update on ``batch`` (the weights are put back afterwards)."""
+    weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    optimizer = trainer.optimizer.state_dict()
+    with reference_path(trainer.model, path == "reference"), FlopCounterMode(display=False) as counter:
+        trainer._update(batch)
+    trainer.model.load_state_dict(weights)
+    trainer.optimizer.load_state_dict(optimizer)
+    return float(counter.get_total_flops())
+
+
+def time_paths(trainer: Trainer, batches: list[np.ndarray]) -> dict[str, tuple[int, Timing]]:
+    """Target tokens and the total time of each path over ``batches``, the paths taking turns; the matmul
+    rate is the median of those measured before, halfway and after."""
+    tokens = dict.fromkeys(PATHS, 0)
+    totals = {path: Timing(0.0, 0.0, 0.0) for path in PATHS}
+    rates = [matmul_rate()]
+    for i, batch in enumerate(batches):
+        for path in (PATHS if i % 2 == 0 else PATHS[::-1]):
+            with reference_path(trainer.model, path == "reference"):
+                (_, count), timing = timed(functools.partial(trainer._update, batch), rate=False)
+            tokens[path] += count
+            totals[path].wall += timing.wall
+            totals[path].cpu += timing.cpu
+        if i == len(batches) // 2:
+            rates.append(matmul_rate())
+    rates.append(matmul_rate())
+    for path in PATHS:
+        totals[path].matmul = statistics.median(rates)
+    return {path: (tokens[path], totals[path]) for path in PATHS}
+
+
+def equal_updates(config: TrainConfig, updates: int, threads: int) -> None:
+    """Two runs from the same start, ``updates`` updates each, one per path: their losses and perplexities."""
+    torch.set_num_threads(threads)
+    losses, perplexities = {}, {}
+    for path in PATHS:
+        with tempfile.TemporaryDirectory() as out:
+            trainer = Trainer(dataclasses.replace(config, output_dir=out))  # seeds torch: the same weights
+            batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
+                                     config.training.bucket_window, np.random.default_rng(config.training.seed))
+            trainer.model.train()
+            with reference_path(trainer.model, path == "reference"):
+                losses[path] = np.array([trainer._update(batch)[0] / len(batch) for batch in batches[:updates]])
+            perplexities[path] = validation_perplexity(trainer.model, trainer.valid_src, trainer.valid_trg)
+    difference = np.abs(losses["fast"] - losses["reference"]) / np.abs(losses["reference"])
+    print(f"{updates} updates from the same start: loss per sentence {losses['fast'][0]:.3f} -> "
+          f"{losses['fast'][-1]:.3f} (fast), {losses['reference'][0]:.3f} -> {losses['reference'][-1]:.3f} "
+          f"(reference); largest relative difference of an update's loss {difference.max():.1e}; validation "
+          f"perplexity {perplexities['fast']:.4f} (fast), {perplexities['reference']:.4f} (reference)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
-"""Decoding speed: batched beam search against one sentence at a time, in the same run.
+"""Decoding speed: batched beam search by the fast path and by the reference one, and one sentence at a
+time, in the same run.
 
 Translates the Multi30k test_2016_flickr source (1,000 sentences) at beams 1, 5 and 10 and
 prints sentences per second, batched (``rerank.search.translate.translate``: length-sorted batches)
-and one sentence at a time (``beam_search`` on batches of one), the speed-up, and whether
-both gave the same translations. Beside them, the ceiling that batching can reach: how much
+by the fast path (the model's step stops before the output layer, whose logits are normalised and
+searched ``OUTPUT_ROWS`` rows at a time) and by the reference path
+(:func:`rerank.models.seq2seq.reference_path`: the whole (rows, V) log-probabilities of every step),
+taking turns, by the wall clock and per CPU second; the matrix-multiply FLOPs of the fast search
+(``FlopCounterMode``, one untimed pass) and the share of the machine's fp32 matmul rate they reach;
+one sentence at a time (``beam_search`` on batches of one); and whether all gave the same
+translations. Beside them, the ceiling that batching can reach: how much
 faster the largest matrix multiply of a decoding step (the output layer, ``rows × units`` by
 ``units × vocabulary``) runs per row at batch·beam rows than at the beam's own rows, since one
 sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded
@@ -26,13 +32,15 @@ import time
 from pathlib import Path
 
 import torch
+from machine import Timing, describe, share, timed
+from torch.utils.flop_counter import FlopCounterMode
 
 from rerank.config import from_dict, load_yaml
 from rerank.models.architectures import build_model
 from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model
 from rerank.models.config import ModelConfig
-from rerank.models.seq2seq import Seq2Seq
+from rerank.models.seq2seq import Seq2Seq, reference_path
 from rerank.models.vocab import Vocabulary
 from rerank.search.beam import Hypothesis, LengthPenalty, SearchConfig, beam_search
 from rerank.search.translate import translate
@@ -83,12 +91,6 @@ def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float
     return seconds_per_row(single_rows) / seconds_per_row(batched_rows)
 
 
-def timed(run) -> tuple[float, list[list[Hypothesis]]]:
-    start = time.perf_counter()
-    results = run()
-    return time.perf_counter() - start, results
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="model directory (default: random weights, small config)")
@@ -96,10 +98,11 @@ def main() -> None:
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--sentences", type=int, help="only the first N sentences")
-    parser.add_argument("--single-sentences", type=int,
-                        help="time one-at-a-time decoding on the first N sentences only (default: all)")
+    parser.add_argument("--single-sentences", type=int, default=200,
+                        help="time one-at-a-time decoding on the first N sentences only (default: %(default)s)")
     parser.add_argument("--length-penalty", default="none", choices=["none", "average", "wu"])
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
     args = parser.parse_args()
 
     if args.threads:
@@ -118,26 +121,47 @@ def main() -> None:
     print(f"source: {args.source}: {len(sentences)} sentences, mean {statistics.mean(map(len, sentences)):.1f} "
           f"words; batches of {args.batch_size}; one at a time on {len(single)}; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads; length penalty {args.length_penalty}")
-    print(f"{'beam':>4}  {'batched sent/s':>14}  {'one-at-a-time sent/s':>20}  {'speed-up':>8}  "
+    print(f"{describe()}\n{'beam':>4}  {'fast sent/s':>11} {'per CPU-s':>9}  {'reference':>9} {'per CPU-s':>9}  "
+          f"{'fast/ref (CPU)':>14}  {'share':>5} {'share (CPU)':>11}  {'one at a time':>13}  {'batching':>8}  "
           f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
         list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size))  # warm-up
-        batched_time, batched = timed(functools.partial(translate_all, model, src_vocab, sentences, config,
-                                                        args.batch_size))
-        single_time, alone = timed(functools.partial(one_at_a_time, model, src_vocab, single, config))
-        batched_rate, single_rate = len(sentences) / batched_time, len(single) / single_time
-        same = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, alone, strict=True))
+        work = functools.partial(translate_all, model, src_vocab, sentences, config, args.batch_size)
+        with FlopCounterMode(display=False) as counter:
+            work()
+        flops = counter.get_total_flops()
+        runs: dict[str, list[Timing]] = {"fast": [], "reference": []}
+        outputs = {}
+        for _ in range(args.repeat):
+            for path in runs:
+                with reference_path(model, path == "reference"):
+                    outputs[path], timing = timed(work)
+                runs[path].append(timing)
+        fast, reference = (min(runs[path], key=lambda t: t.wall) for path in ("fast", "reference"))
+        alone, single_timing = timed(functools.partial(one_at_a_time, model, src_vocab, single, config), rate=False)
+        batched = outputs["fast"]
+        same = sum(a[0].tokens == b[0].tokens == c[0].tokens
+                   for a, b, c in zip(batched, outputs["reference"], alone, strict=False))
+        same_all = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, outputs["reference"], strict=True))
         length = statistics.mean(len(h[0].tokens) for h in batched)
         ceiling = matmul_ceiling(model, args.batch_size * beam, beam)
-        print(f"{beam:>4}  {batched_rate:>14.1f}  {single_rate:>20.1f}  {batched_rate / single_rate:>7.1f}x  "
+        rate = len(sentences) / fast.wall
+        print(f"{beam:>4}  {rate:>11.1f} {len(sentences) / fast.cpu:>9.1f}  {len(sentences) / reference.wall:>9.1f} "
+              f"{len(sentences) / reference.cpu:>9.1f}  {reference.cpu / fast.cpu:>13.2f}x  "
+              f"{100 * share(flops, fast):>4.0f}% {100 * share(flops, fast, cpu=True):>10.0f}%  "
+              f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
               f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
-
-
-if __name__ == "__main__":
-    main()
+        print(f"      {flops / len(sentences) / 1e6:.0f} MFLOP per sentence; matmul rate "
+              f"{fast.matmul / 1e9:.0f} GFLOP/s; fast and reference give the same best translation for "
+              f"{same_all}/{len(sentences)} sentences")
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,
                   batch_size: int) -> list[list[Hypothesis]]:
     return list(translate(model, src_vocab, sentences, config, batch_size))
+
+
+if __name__ == "__main__":
+    main()
+

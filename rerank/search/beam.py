@@ -52,7 +52,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from rerank.models.seq2seq import Seq2Seq
+from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID
 
 LengthPenaltyKind = Literal["none", "average", "wu"]
@@ -195,11 +195,16 @@ def top_candidates(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, T
     their words, each (B', k). Only a hypothesis' k best words can be among its sentence's k best
     extensions, so those are taken first: W·k candidates per sentence instead of W·V.
     """
-    sentences, width, vocab = log_probs.shape
-    per_row = min(k, vocab)
-    row_values, row_tokens = log_probs.topk(per_row, dim=2)  # (B', W, k)
+    row_values, row_tokens = log_probs.topk(min(k, log_probs.shape[2]), dim=2)  # (B', W, k)
+    return best_extensions(scores, row_values, row_tokens, k)
+
+
+def best_extensions(scores: Tensor, row_values: Tensor, row_tokens: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`top_candidates` from each hypothesis' best words already found: their values and ids
+    (B', W, k'), k' = min(k, V), best first."""
+    sentences, width, per_row = row_values.shape
     candidates = (scores[:, :, None] + row_values).view(sentences, width * per_row)  # (B', W·k)
-    tokens = row_tokens.view(sentences, width * per_row)
+    tokens = row_tokens.reshape(sentences, width * per_row)
     beams = torch.arange(width, device=scores.device).repeat_interleave(per_row).expand(sentences, -1)
     if width * per_row < k:  # fewer extensions than asked for: fill with impossible ones
         missing = k - width * per_row
@@ -208,6 +213,48 @@ def top_candidates(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, T
         beams = torch.nn.functional.pad(beams, (0, missing))
     values, pick = candidates.topk(k, dim=1)  # (B', k)
     return values, beams.gather(1, pick), tokens.gather(1, pick)
+
+
+@dataclass
+class RowExtensions:
+    """Each row's ``k`` best next words by the ranking score: their gains (R, k) and ids (R, k), their
+    ln p (R, k), and the ln p of ``</s>`` (R,) (what a hypothesis that ends gets)."""
+
+    gains: Tensor
+    tokens: Tensor
+    log_probs: Tensor
+    eos: Tensor
+
+
+def row_extensions(log_probs: Tensor, at_max: Tensor, weights: FeatureWeights | None, k: int) -> RowExtensions:
+    """The best ``k`` words of each row of ``log_probs`` (R, V) (changed in place by :func:`restrict`)."""
+    eos = log_probs[:, EOS_ID].clone()
+    restrict(log_probs, at_max)
+    gains = log_probs if weights is None else weights.gains(log_probs)
+    values, tokens = gains.topk(min(k, log_probs.shape[1]), dim=1)
+    return RowExtensions(values, tokens, values if weights is None else log_probs.gather(1, tokens), eos)
+
+
+OUTPUT_ROWS = 128  # rows of logits at a time: a (128, V) block is normalised and searched while in cache
+
+
+def step_extensions(model: Seq2Seq, prev: Tensor, state: DecoderState, at_max: Tensor,
+                    weights: FeatureWeights | None, k: int) -> tuple[RowExtensions, DecoderState]:
+    """One search step: the new state and each row's best ``k`` extensions, found ``OUTPUT_ROWS`` rows at
+    a time from the model's features, so that the (R, V) log-probabilities are never all in memory.
+
+    The reference path (``model.reference``) takes the whole (R, V) matrix of ``model.step``."""
+    if model.reference:
+        log_probs, state = model.step(prev, state)
+        return row_extensions(log_probs, at_max, weights, k), state
+    features, state = model.step_features(prev, state)
+    layer = model.output_layer
+    parts = [row_extensions(torch.log_softmax(layer(features[start: start + OUTPUT_ROWS]), dim=-1),
+                            at_max[start: start + OUTPUT_ROWS], weights, k)
+             for start in range(0, features.shape[0], OUTPUT_ROWS)]
+    if len(parts) == 1:
+        return parts[0], state
+    return RowExtensions(*(torch.cat(x) for x in zip(*(vars(p).values() for p in parts), strict=True))), state
 
 
 def live_candidates(is_eos: Tensor, beam_size: int) -> Tensor:
@@ -299,27 +346,31 @@ def beam_search(model: Seq2Seq, src: Tensor, src_len: Tensor, config: SearchConf
     history: list[StepRecord] = []
     penalty, weights = config.length_penalty, config.weights
     for step in range(int(max_words.max()) + 1):
-        log_probs, state = model.step(prev, state)  # (R, V)
-        restrict(log_probs, at_max=(max_words[active] == step).repeat_interleave(width))
-        gains = log_probs if weights is None else weights.gains(log_probs)  # (R, V)
-        values, beams, tokens = top_candidates(ranks.view(len(active), width),
-                                               gains.view(len(active), width, -1), 2 * k)  # (B', 2K)
+        at_max = (max_words[active] == step).repeat_interleave(width)
+        extensions, state = step_extensions(model, prev, state, at_max, weights, 2 * k)  # (R, 2K) per row
+        values, beams, picks = best_extensions(ranks.view(len(active), width),
+                                               extensions.gains.view(len(active), width, -1),
+                                               torch.arange(extensions.tokens.shape[1], device=device).expand(
+                                                   len(active), width, -1), 2 * k)  # (B', 2K)
         rows = beams + torch.arange(len(active), device=device)[:, None] * width  # (B', 2K) rows of this step
-        totals = scores[rows] + log_probs[rows, tokens]  # (B', 2K) Σ ln p: ``values`` again without weights
+        tokens = extensions.tokens[rows, picks].masked_fill(torch.isneginf(values), PAD_ID)
+        token_log_probs = extensions.log_probs[rows, picks]  # (B', 2K)
+        totals = scores[rows] + token_log_probs  # (B', 2K) Σ ln p: ``values`` again without weights
         is_eos = tokens == EOS_ID
 
         ends = is_eos[:, :k]  # (B', K) finished hypotheses among the K best candidates
         if ends.any():
             end_rows = rows[:, :k]
             finished.add(active, penalty.normalise(values[:, :k], step + 1).masked_fill(~ends, -math.inf),
-                         totals[:, :k], step, origin[end_rows], log_probs[end_rows, EOS_ID],
+                         totals[:, :k], step, origin[end_rows], extensions.eos[end_rows],
                          None if state.attention is None else state.attention[end_rows])
 
         keep = live_candidates(is_eos, k)  # (B', K)
         values, totals = values.gather(1, keep), totals.gather(1, keep)
+        token_log_probs = token_log_probs.gather(1, keep)
         rows, tokens = rows.gather(1, keep).view(-1), tokens.gather(1, keep).view(-1)
         state = state.index_select(rows, same_sources=width == k)  # K rows per sentence from here on
-        history.append(StepRecord(parents=origin[rows], tokens=tokens, token_scores=log_probs[rows, tokens],
+        history.append(StepRecord(parents=origin[rows], tokens=tokens, token_scores=token_log_probs.view(-1),
                                   attention=state.attention))
         ranks, scores, prev, width = values.view(-1), totals.view(-1), tokens, k
         origin = torch.arange(len(rows), device=device)
