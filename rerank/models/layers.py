@@ -89,6 +89,14 @@ class DeepOutput(nn.Module):
         return dropout_rows(hidden, keep, self.dropout.p, self.training)
 
 
+def tanh_(x: Tensor) -> Tensor:
+    """tanh of ``x`` in place. On the CPU as 2σ(2x) − 1: torch's vectorised sigmoid is several times
+    faster there than its tanh, and the two agree to float rounding (2e-7 in float32)."""
+    if x.device.type != "cpu":
+        return x.tanh_()
+    return x.mul_(2).sigmoid_().mul_(2).sub_(1)
+
+
 def gru_update(gates_x: Tensor, gates_h: Tensor, h: Tensor) -> Tensor:
     """One GRU step from precomputed input and hidden projections, as ``torch.nn.GRU`` computes it.
 

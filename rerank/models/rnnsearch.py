@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -11,7 +12,7 @@ from torch import Tensor, nn
 from rerank.models.attention import Attention
 from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings, dropout_rows, gru_update
+from rerank.models.layers import DeepOutput, Embeddings, dropout_rows, gru_update, tanh_
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import PAD_ID
 
@@ -128,6 +129,12 @@ class RNNSearch(Seq2Seq):
             contexts, _ = self._attend(states, state, state.step)  # (B, T, C)
             return dropout_rows(self._attentional(contexts[keep], states[keep]), keep, self.dropout.p, self.training)
         gates = self.input_gates(embedded)  # (B, T, 3H)
+        if self._fused_attention() and torch.is_grad_enabled():  # training: the backward pass by hand
+            recurrent = _FusedRecurrence(self, state)
+            states, contexts = _Recurrence.apply(  # type: ignore[no-untyped-call]
+                gates, state.hidden, state.keys, state.proj_keys, state.pad_mask, recurrent.weight, recurrent.bias,
+                recurrent.energy, recurrent.extra)
+            return self.deep_output.features(states[keep], embedded[keep], contexts[keep], keep)
         if self._fused_attention():
             recurrent = _FusedRecurrence(self, state)
             steps = [recurrent.step(gates[:, t])[:2] for t in range(trg_in.shape[1])]
@@ -188,9 +195,98 @@ class _FusedRecurrence:
         """s_i (B, H), c_i (B, C) and α_i (B, S) from the input-side gates W_i E y_{i-1} + b_i (B, 3H)."""
         projected = torch.addmm(self.bias, self.hidden, self.weight.t())  # (B, 3H + A)
         hidden_gates, query = projected[:, : 3 * self.size], projected[:, 3 * self.size:]
-        energies = torch.tanh(query[:, None, :] + self.proj_keys) @ self.energy  # (B, S)
+        energies = tanh_(query[:, None, :] + self.proj_keys) @ self.energy  # (B, S)
         energies = energies.masked_fill(self.pad_mask, torch.finfo(energies.dtype).min)
         weights = torch.softmax(energies, dim=-1)  # exactly 0 at padding: a source has at least </s>
         context = torch.bmm(weights[:, None, :], self.keys)[:, 0]  # (B, C)
         self.hidden = gru_update(torch.addmm(input_gates, context, self.extra.t()), hidden_gates, self.hidden)
         return self.hidden, context, weights
+
+
+class _Recurrence(torch.autograd.Function):
+    """:class:`_FusedRecurrence` over all T steps, with its backward pass written out.
+
+    Autograd would record some twenty operations per step and compute the gradients of the weights
+    step by step, from B rows at a time. Here the backward pass runs through the steps in reverse
+    computing only what flows back to the previous step; the weights' gradients are then each one
+    matrix multiply over all B·T rows: [W_h; W_a] from the (gate, query) gradients and s_{i-1}, W_c
+    (the context's gates) from the gate gradients and c_i, v_a from the score gradients and the
+    tanh energies, and the annotations' from α and the context gradients.
+
+    Inputs: the input-side gates W_i E y + b_i (B, T, 3H), s_0 (B, H), the annotations h_j (B, S, C),
+    U_a h_j (B, S, A), the padding mask (B, S), [W_h; W_a] (3H + A, H), [b_h; 0] (3H + A), v_a (A,)
+    and W_c (3H, C). Outputs: s_1..s_T (B, T, H) and c_1..c_T (B, T, C).
+    """
+
+    @staticmethod
+    def forward(ctx: Any, gates: Tensor, hidden: Tensor, keys: Tensor, proj_keys: Tensor, pad_mask: Tensor,
+                weight: Tensor, bias: Tensor, energy: Tensor, extra: Tensor) -> tuple[Tensor, Tensor]:
+        batch, steps, _ = gates.shape
+        size = hidden.shape[1]
+        lowest = torch.finfo(gates.dtype).min
+        previous = gates.new_empty(steps, batch, size)  # s_{i-1}
+        saved = gates.new_empty(4, steps, batch, size)  # r, z, n and W_hn s_{i-1} + b_hn of each step
+        tanh = gates.new_empty(steps, batch, *proj_keys.shape[1:])  # (T, B, S, A)
+        weights = gates.new_empty(steps, batch, keys.shape[1])  # α (T, B, S)
+        states = gates.new_empty(batch, steps, size)
+        contexts = gates.new_empty(batch, steps, keys.shape[2])
+        for t in range(steps):
+            previous[t] = hidden
+            projected = torch.addmm(bias, hidden, weight.t())  # (B, 3H + A)
+            h_r, h_z, h_n = projected[:, : 3 * size].chunk(3, dim=1)
+            tanh_(torch.add(projected[:, None, 3 * size:], proj_keys, out=tanh[t]))
+            scores = (tanh[t] @ energy).masked_fill_(pad_mask, lowest)
+            torch.softmax(scores, dim=-1, out=weights[t])
+            context = torch.bmm(weights[t][:, None, :], keys)[:, 0]  # (B, C)
+            contexts[:, t] = context
+            x_r, x_z, x_n = torch.addmm(gates[:, t], context, extra.t()).chunk(3, dim=1)
+            r = torch.sigmoid(x_r + h_r, out=saved[0, t])
+            z = torch.sigmoid(x_z + h_z, out=saved[1, t])
+            saved[3, t] = h_n
+            n = torch.tanh(torch.addcmul(x_n, r, h_n), out=saved[2, t])
+            hidden = n + z * (hidden - n)
+            states[:, t] = hidden
+        ctx.save_for_backward(keys, pad_mask, weight, energy, extra, previous, saved, tanh, weights, contexts)
+        return states, contexts
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad_states: Tensor, grad_contexts: Tensor) -> tuple[Tensor | None, ...]:
+        keys, pad_mask, weight, energy, extra, previous, saved, tanh, weights, contexts = ctx.saved_tensors
+        steps, batch, size = previous.shape
+        grad_gates = grad_states.new_empty(batch, steps, 3 * size)  # also the gradient of W_c c_i's gates
+        grad_projected = grad_states.new_empty(steps, batch, weight.shape[0])  # of [W_h; W_a] s_{i-1} + b
+        grad_scores = grad_states.new_empty(steps, batch, keys.shape[1])  # of the energies e_ij
+        grad_context_all = grad_states.new_empty(steps, batch, keys.shape[2])
+        grad_proj_keys = torch.zeros_like(tanh[0])
+        grad_hidden = torch.zeros_like(previous[0])
+        for t in reversed(range(steps)):
+            grad_hidden = grad_hidden + grad_states[:, t]
+            r, z, n, h_n = saved[:, t]
+            grad_n = grad_hidden * (1 - z) * (1 - n * n)  # through n = tanh(x_n + r h_n)
+            grad_r = grad_n * h_n * r * (1 - r)
+            grad_z = grad_hidden * (previous[t] - n) * z * (1 - z)
+            gate_part = grad_gates[:, t]
+            gate_part[:, :size], gate_part[:, size: 2 * size], gate_part[:, 2 * size:] = grad_r, grad_z, grad_n
+            hidden_part = grad_projected[t]
+            hidden_part[:, :size], hidden_part[:, size: 2 * size] = grad_r, grad_z
+            hidden_part[:, 2 * size: 3 * size] = grad_n * r
+            grad_context = torch.addmm(grad_contexts[:, t], gate_part, extra)  # (B, C)
+            grad_context_all[t] = grad_context
+            grad_weights = torch.bmm(keys, grad_context[:, :, None])[:, :, 0]  # (B, S)
+            alpha = weights[t]
+            grad_score = alpha * (grad_weights - (alpha * grad_weights).sum(1, keepdim=True))
+            grad_scores[t] = grad_score
+            grad_energy = (grad_score[:, :, None] * energy) * (1 - tanh[t] * tanh[t])  # (B, S, A)
+            grad_proj_keys += grad_energy
+            hidden_part[:, 3 * size:] = grad_energy.sum(1)
+            grad_hidden = torch.addmm(grad_hidden * z, hidden_part, weight)
+        flat_previous = previous.view(steps * batch, size)
+        flat_projected = grad_projected.view(steps * batch, -1)
+        grad_weight = flat_projected.t() @ flat_previous
+        grad_bias = flat_projected.sum(0)
+        grad_extra = grad_gates.view(batch * steps, -1).t() @ contexts.reshape(batch * steps, -1)
+        grad_energy_vector = grad_scores.view(1, -1) @ tanh.view(-1, tanh.shape[-1])
+        grad_keys = torch.bmm(weights.permute(1, 2, 0), grad_context_all.transpose(0, 1))  # (B, S, C)
+        return (grad_gates, grad_hidden, grad_keys, grad_proj_keys, None, grad_weight, grad_bias,
+                grad_energy_vector[0], grad_extra)

@@ -254,3 +254,22 @@ def test_teacher_forced_logits_are_the_features_through_the_output_layer(config:
         logits, _ = model.teacher_forced(state, shift_right(trg))
         features = model.output_layer(model.features(state, shift_right(trg), keep))
     torch.testing.assert_close(features, logits[keep], rtol=0, atol=TOLERANCE)
+
+
+def test_the_recurrence_backward_pass_written_out_passes_gradcheck() -> None:
+    """RNNsearch's training recurrence (Bahdanau, additive global attention) and its hand-written
+    gradients, with padding in two of the three sources."""
+    from rerank.models.rnnsearch import _Recurrence
+
+    generator = torch.Generator().manual_seed(5)
+    batch, steps, source, hidden, attention, context = 3, 4, 5, 6, 7, 8
+
+    def random(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, dtype=torch.float64, generator=generator).requires_grad_()
+
+    pad_mask = torch.zeros(batch, source, dtype=torch.bool)
+    pad_mask[0, 3:], pad_mask[2, 1:] = True, True
+    inputs = (random(batch, steps, 3 * hidden), random(batch, hidden), random(batch, source, context),
+              random(batch, source, attention), pad_mask, random(3 * hidden + attention, hidden),
+              random(3 * hidden + attention), random(attention), random(3 * hidden, context))
+    assert torch.autograd.gradcheck(_Recurrence.apply, inputs)
