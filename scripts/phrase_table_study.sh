@@ -12,6 +12,8 @@
 #   THREADS     Moses' decoding threads (default 2)
 #   BASELINE    "no" to leave the re-tuned baseline out (default: in)
 #   WORK        the work directory (default runs/phrase-table-study)
+#   RESCORE     a system (or "best", by val BLEU) whose own 100-best lists get the n-best features and
+#               re-tuned weights (step 5; default: none)
 #
 # The model is first filtered to the sources of val and test_2016_flickr, as Moses users do (the
 # neural scores are computed only for the pairs Moses can use on them). Every step whose output is
@@ -97,7 +99,56 @@ for system in "${systems[@]}"; do
     done
 done
 
-# 4. The table: val and test BLEU of every tuning run, their mean and standard deviation.
+# 4. With RESCORE=SYSTEM (or RESCORE=best: the system with the best mean val BLEU): each tuning run of
+#    SYSTEM decodes val and test_2016_flickr into 100-best lists (distinct) with its tuned moses.ini,
+#    score-nbest appends RNN0 RNNsearch0 LM1 WP1 UNK1, and the weights of all features are re-tuned on the
+#    val list (MERT, the run's seed) and applied to the test list.
+val_mean() { for seed in $SEEDS; do bleu "$DEV.fr" "$W/$1/seed$seed.val.1best"; done |
+             awk '{ s += $1 } END { printf "%.4f", s / NR }'; }
+rescored=
+if [ -n "${RESCORE:-}" ]; then
+    rescored=$RESCORE
+    if [ "$rescored" = best ]; then
+        rescored=$(for system in "${systems[@]}"; do echo "$(val_mean "$system") $system"; done |
+                   sort -rn | head -1 | cut -d' ' -f2)
+    fi
+    cat > "$W/rescore.yaml" <<YAML
+batch_sentences: 64
+features:
+  - {kind: nmt, name: RNN0, model: $ROOT/examples/models/encdec}
+  - {kind: nmt, name: RNNsearch0, model: $ROOT/examples/models/rnnsearch}
+  - {kind: kenlm, name: LM1, path: $DATA/lm/train.fr.4.arpa}
+  - {kind: word-penalty, name: WP1}
+  - {kind: unk-penalty, name: UNK1, vocab: $ROOT/examples/models/rnnsearch/vocab.trg.txt}
+YAML
+    for seed in $SEEDS; do
+        out=$W/$rescored/seed$seed
+        for split in val test; do
+            src=$DEV.en; [ "$split" = test ] && src=$TEST.en
+            if [ ! -s "$out.$split.100best.gz" ]; then
+                timed "decode $split 100-best $rescored seed $seed" "$MOSES/bin/moses" -f "$out.moses.ini" \
+                    -threads "$THREADS" -n-best-list "$out.$split.100best" 100 distinct -input-file "$src" \
+                    > /dev/null 2> "$out.$split.100best.log"
+                gzip -f "$out.$split.100best"
+            fi
+            if [ ! -s "$out.$split.scored.gz" ]; then
+                timed "score-nbest $split $rescored seed $seed" "$RERANK" -q score-nbest "$out.$split.100best.gz" \
+                    --source "$src" --config "$W/rescore.yaml" --threads "$THREADS" -o "$out.$split.scored.gz"
+            fi
+        done
+        if [ ! -s "$out.rescored.yaml" ]; then
+            timed "tune rescored $rescored seed $seed" "$RERANK" -q tune --nbest "$out.val.scored.gz" -r "$DEV.fr" \
+                --init "$out.yaml" --seed "$seed" --restarts 20 -o "$out.rescored.yaml" > "$out.rescored.log" 2>&1
+        fi
+        for split in val test; do
+            src=$DEV.en; [ "$split" = test ] && src=$TEST.en
+            "$RERANK" -q apply "$out.$split.scored.gz" --weights "$out.rescored.yaml" --source "$src" \
+                -o "$out.$split.rescored.1best"
+        done
+    done
+fi
+
+# 5. The table: val and test BLEU of every tuning run, their mean and standard deviation.
 echo
 printf '%-12s %-8s %8s %8s %11s\n' system seed val test iterations
 for system in "${systems[@]}"; do
@@ -108,6 +159,13 @@ for system in "${systems[@]}"; do
             "$(bleu "$TEST.fr" "$out.test.1best")" "$iterations"
     done
 done
+if [ -n "$rescored" ]; then
+    for seed in $SEEDS; do
+        out=$W/$rescored/seed$seed
+        printf '%-12s %-8s %8s %8s %11s\n' "$rescored+rescored" "$seed" "$(bleu "$DEV.fr" "$out.val.rescored.1best")" \
+            "$(bleu "$TEST.fr" "$out.test.rescored.1best")" 1
+    done
+fi
 echo
 echo "BLEU: $("$RERANK" evaluate --tokenize none -r "$TEST.fr" "$W/baseline/seed${SEEDS%% *}.test.1best" --json - |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["bleu_signature"])')"
