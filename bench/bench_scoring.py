@@ -13,7 +13,7 @@ training data (throughput does not depend on the weights), it prints:
   the largest difference of their ln p;
 * pairs/s of a naive loop that encodes and scores one pair at a time (reference path), on a sample;
 * the achieved FLOP rate, as a share of the fp32 ``torch.mm`` rate (1024 x 1024) measured just before
-  each timed run. FLOPs are the matrix-multiply FLOPs each path needs, as
+  and just after each timed run (the higher of the two). FLOPs are the matrix-multiply FLOPs each path needs, as
   ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
   distinct source of a window, then a decoder pass per pair (reference) or a decoder step per
   distinct prefix (fast), at their own lengths;
@@ -172,11 +172,13 @@ def table_sample(pairs: list[Pair], size: int) -> list[Pair]:
 
 
 def timed(work: Callable[[], list[float]]) -> tuple[list[float], tuple[float, float, float]]:
-    """What ``work`` returns; the fp32 matmul rate (FLOP/s) just before, the seconds and the CPU seconds it takes."""
+    """What ``work`` returns; the fp32 matmul rate (FLOP/s), the higher of those measured just before and just
+    after (another job may hold the core during one of them), the seconds and the CPU seconds it takes."""
     rate = matmul_rate()
     start, cpu = time.perf_counter(), time.process_time()
     result = work()
-    return result, (rate, time.perf_counter() - start, time.process_time() - cpu)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return result, (max(rate, matmul_rate()), seconds, cpu)
 
 
 def matmul_rate(size: int = 1024, repeat: int = 10) -> float:

@@ -11,7 +11,9 @@ rate over the fp32 matmul rate measured just before, by the wall clock and by th
 
 With ``--equal-updates N`` two models start from the same weights and random state and take N
 updates on the same batches, one per path: the losses of every update and the validation
-perplexity after them are printed side by side (the fast path draws the same dropout masks).
+perplexity after them are printed side by side (the fast path draws the same dropout masks). In
+float32 the paths' different summation orders make them drift apart slowly, as any change of
+order would; ``--equal-dtype float64`` shows that nothing else separates them.
 
     python bench/bench_train.py
     python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --updates 50 --equal-updates 100
@@ -24,7 +26,6 @@ import dataclasses
 import functools
 import logging
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -51,6 +52,8 @@ def main() -> int:
     parser.add_argument("--updates", type=int, default=30, help="timed updates per path")
     parser.add_argument("--equal-updates", type=int, default=0, metavar="N",
                         help="train N updates on each path from the same start and compare (default: skip)")
+    parser.add_argument("--equal-dtype", choices=["float32", "float64"], default="float32",
+                        help="the two runs' precision: in float64 they agree to rounding however long they run")
     args = parser.parse_args()
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)
@@ -85,7 +88,7 @@ def main() -> int:
                 print(f"{threads:>7} fast/reference: {reference.wall / fast.wall:.2f}x by the wall clock, "
                       f"{reference.cpu / fast.cpu:.2f}x by CPU time")
         if args.equal_updates:
-            equal_updates(config, args.equal_updates, min(args.threads))
+            equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype))
     print(f"\n{describe()}")
     return 0
 
@@ -103,7 +106,8 @@ def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
 
 def time_paths(trainer: Trainer, batches: list[np.ndarray]) -> dict[str, tuple[int, Timing]]:
     """Target tokens and the total time of each path over ``batches``, the paths taking turns; the matmul
-    rate is the median of those measured before, halfway and after."""
+    rate is the highest of those measured before, halfway and after (another job may hold the core
+    during one of them)."""
     tokens = dict.fromkeys(PATHS, 0)
     totals = {path: Timing(0.0, 0.0, 0.0) for path in PATHS}
     rates = [matmul_rate()]
@@ -118,17 +122,20 @@ def time_paths(trainer: Trainer, batches: list[np.ndarray]) -> dict[str, tuple[i
             rates.append(matmul_rate())
     rates.append(matmul_rate())
     for path in PATHS:
-        totals[path].matmul = statistics.median(rates)
+        totals[path].matmul = max(rates)
     return {path: (tokens[path], totals[path]) for path in PATHS}
 
 
-def equal_updates(config: TrainConfig, updates: int, threads: int) -> None:
+def equal_updates(config: TrainConfig, updates: int, threads: int, dtype: torch.dtype) -> None:
     """Two runs from the same start, ``updates`` updates each, one per path: their losses and perplexities."""
     torch.set_num_threads(threads)
     losses, perplexities = {}, {}
     for path in PATHS:
         with tempfile.TemporaryDirectory() as out:
             trainer = Trainer(dataclasses.replace(config, output_dir=out))  # seeds torch: the same weights
+            if dtype != torch.float32:
+                trainer.model.to(dtype)
+                trainer.optimizer = trainer._make_optimizer()
             batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
                                      config.training.bucket_window, np.random.default_rng(config.training.seed))
             trainer.model.train()
@@ -136,7 +143,8 @@ def equal_updates(config: TrainConfig, updates: int, threads: int) -> None:
                 losses[path] = np.array([trainer._update(batch)[0] / len(batch) for batch in batches[:updates]])
             perplexities[path] = validation_perplexity(trainer.model, trainer.valid_src, trainer.valid_trg)
     difference = np.abs(losses["fast"] - losses["reference"]) / np.abs(losses["reference"])
-    print(f"{updates} updates from the same start: loss per sentence {losses['fast'][0]:.3f} -> "
+    print(f"{updates} updates from the same start in {str(dtype).removeprefix('torch.')}: loss per sentence "
+          f"{losses['fast'][0]:.3f} -> "
           f"{losses['fast'][-1]:.3f} (fast), {losses['reference'][0]:.3f} -> {losses['reference'][-1]:.3f} "
           f"(reference); largest relative difference of an update's loss {difference.max():.1e}; validation "
           f"perplexity {perplexities['fast']:.4f} (fast), {perplexities['reference']:.4f} (reference)")

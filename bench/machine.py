@@ -39,11 +39,15 @@ class Timing:
 
 
 def timed(work: Callable[[], T], rate: bool = True) -> tuple[T, Timing]:
-    """``work()``, its wall and CPU time, and the matmul rate measured just before it (0 without ``rate``)."""
+    """``work()``, its wall and CPU time, and the matmul rate: the higher of those measured just before and
+    just after it (another job may hold the core during one of them); 0 without ``rate``."""
     matmul = matmul_rate() if rate else 0.0
     wall, cpu = time.perf_counter(), time.process_time()
     result = work()
-    return result, Timing(time.perf_counter() - wall, time.process_time() - cpu, matmul)
+    timing = Timing(time.perf_counter() - wall, time.process_time() - cpu, matmul)
+    if rate:
+        timing.matmul = max(matmul, matmul_rate())
+    return result, timing
 
 
 def share(flops: float, timing: Timing, cpu: bool = False) -> float:

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings, gru_update
+from rerank.models.layers import DeepOutput, Embeddings, WordTables, gru_update
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 
 
@@ -33,6 +33,7 @@ class EncoderDecoder(Seq2Seq):
         self.dropout = nn.Dropout(config.dropout)
         self.rnn = nn.GRU(e + h, h, batch_first=True)
         self.output = DeepOutput(h, e, h, config.maxout_size, config.maxout_pool, trg_vocab_size, config.dropout)
+        self.tables = WordTables()
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """c as ``keys`` (B, 1, H); as ``proj_keys`` (B, 1, 3H + maxout), what the decoder computes from c
@@ -84,13 +85,33 @@ class EncoderDecoder(Seq2Seq):
                                                      source_part[rows], keep)
 
     def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
-        embedded = self.dropout(self.embed(prev))  # (B, E)
         gates_c, source_part = self._source_parts(state)
         weight_ih, _, weight_hh, bias_hh = self._gru_weights()
-        gates = torch.addmm(gates_c, embedded, weight_ih[:, : self.config.embedding_size].t())
-        hidden = gru_update(gates, torch.addmm(bias_hh, state.hidden, weight_hh.t()), state.hidden)
-        features = self.output.features_with_source_part(hidden, embedded, source_part)
+        hidden_gates = torch.addmm(bias_hh, state.hidden, weight_hh.t())
+        if self.training:  # dropout on the embeddings
+            embedded = self.dropout(self.embed(prev))  # (B, E)
+            gates = torch.addmm(gates_c, embedded, weight_ih[:, : self.config.embedding_size].t())
+            hidden = gru_update(gates, hidden_gates, state.hidden)
+            features = self.output.features_with_source_part(hidden, embedded, source_part)
+        else:  # the word's parts looked up: W_e E y and V_o E y
+            words = self._word_table()[prev]  # (B, 3H + units · pool)
+            size = 3 * self.config.hidden_size
+            hidden = gru_update(gates_c + words[:, :size], hidden_gates, state.hidden)
+            features = self.output.features_from_parts(hidden, None, source_part + words[:, size:])
         return features, dataclasses.replace(state, hidden=hidden, step=state.step + 1)
+
+    def _word_table(self) -> Tensor:
+        """[W_e E_v, V_o E_v] (V, 3H + units · pool): each target word's part of the GRU's input gates and of
+        the maxout layer's input (:class:`WordTables`)."""
+        weight_ih = self._gru_weights()[0]
+        linear = self.output.maxout.linear
+
+        def compute() -> Tensor:
+            embeddings = self.embed.table()
+            return torch.cat([embeddings @ weight_ih[:, : self.config.embedding_size].t(),
+                              self.output.word_part(embeddings, bias=False)], dim=1)
+
+        return self.tables.get("decoder", [*self.embed.parameters(), weight_ih, linear.weight], compute)
 
     def _gru_weights(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The decoder GRU's W_i (3H, E + H) (columns: E y, then c), b_i, W_h (3H, H) and b_h; gates r, z, n."""

@@ -6,6 +6,7 @@ C context (annotation) size, V vocabulary.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,34 @@ class Embeddings(nn.Module):
     def forward(self, ids: Tensor) -> Tensor:  # (...) -> (..., E)
         vectors = self.lookup(ids)
         return self.expand(vectors) if self.expand is not None else vectors
+
+    def table(self) -> Tensor:
+        """Every word's embedding (V, E)."""
+        weight = self.lookup.weight
+        return weight if self.expand is None else self.expand(weight)
+
+
+class WordTables:
+    """Projections of every target word's embedding, W E_v for the whole vocabulary (V, *), so that a
+    decoding step looks up W E y instead of multiplying its embeddings again: the input-side gates of
+    the decoder's GRU and the embedding's part of the maxout layer depend on the word alone.
+
+    A table is computed on first use and again whenever one of the weights it was computed from has
+    changed (moved, replaced, or written in place: its version counter moves). Not for training:
+    dropout on the embeddings would make the table wrong, and it carries no gradient.
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, tuple[tuple[int, ...], Tensor]] = {}
+
+    def get(self, name: str, weights: Sequence[Tensor], compute: Callable[[], Tensor]) -> Tensor:
+        key = tuple(x for w in weights for x in (id(w), w.data_ptr(), w._version))
+        found = self._tables.get(name)
+        if found is None or found[0] != key:
+            with torch.no_grad():
+                found = key, compute()
+            self._tables[name] = found
+        return found[1]
 
 
 class Maxout(nn.Module):
@@ -53,7 +82,7 @@ class DeepOutput(nn.Module):
                  vocab_size: int, dropout: float = 0.0):
         super().__init__()
         self.maxout = Maxout(state_size + embedding_size + context_size, units, pool)
-        self.context_size = context_size
+        self.state_size, self.embedding_size, self.context_size = state_size, embedding_size, context_size
         self.dropout = nn.Dropout(dropout)
         self.project = nn.Linear(units, vocab_size)
 
@@ -70,6 +99,23 @@ class DeepOutput(nn.Module):
         """C_o c + b (..., units · pool): the part of the maxout layer's input that a constant context gives."""
         linear = self.maxout.linear
         return nn.functional.linear(context, linear.weight[:, self.context_columns()], linear.bias)
+
+    def word_part(self, embeddings: Tensor, bias: bool) -> Tensor:
+        """V_o E_v (V, units · pool), with the bias b if ``bias``, for every word's embedding (V, E): the
+        embedding's part of the maxout layer's input."""
+        linear = self.maxout.linear
+        weight = linear.weight[:, self.state_size: self.state_size + self.embedding_size]
+        return nn.functional.linear(embeddings, weight, linear.bias if bias else None)
+
+    def features_from_parts(self, state: Tensor, context: Tensor | None, parts: Tensor) -> Tensor:
+        """:meth:`features` in evaluation mode from the state, the context and ``parts`` (B, units · pool):
+        the word's part with the bias (:meth:`word_part`), or with ``context`` None the word's and the
+        context's parts (:meth:`source_part`)."""
+        weight = self.maxout.linear.weight
+        y = torch.addmm(parts, state, weight[:, : self.state_size].t())
+        if context is not None:
+            y = torch.addmm(y, context, weight[:, self.context_columns()].t())
+        return self.dropout(self.maxout.pool_max(y))
 
     def features_with_source_part(self, state: Tensor, embedded: Tensor, source_part: Tensor,
                                   keep: Tensor | None = None) -> Tensor:

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from rerank.models.attention import Attention
 from rerank.models.config import ModelConfig
 from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings, dropout_rows, gru_update, tanh_
+from rerank.models.layers import DeepOutput, Embeddings, WordTables, dropout_rows, gru_update, tanh_
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import PAD_ID
 
@@ -54,6 +54,7 @@ class RNNSearch(Seq2Seq):
         else:
             self.deep_output = DeepOutput(h, e, c, config.maxout_size, config.maxout_pool, trg_vocab_size,
                                           config.dropout)
+        self.tables = WordTables()
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         annotations, final = self.encoder(src, src_len)  # (B, S, 2H), (2, B, H)
@@ -149,6 +150,12 @@ class RNNSearch(Seq2Seq):
         return self.deep_output.features(states[keep], embedded[keep], contexts[keep], keep)
 
     def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
+        if self._fused_attention() and not self.training:  # the word's parts looked up
+            words = self._word_table()[prev]  # (B, 3H + units · pool)
+            size = 3 * self.config.hidden_size
+            hidden, context, weights = _FusedRecurrence(self, state).step(words[:, :size])
+            new = dataclasses.replace(state, hidden=hidden, attention=weights, step=state.step + 1)
+            return self.deep_output.features_from_parts(hidden, context, words[:, size:]), new
         embedded = self.dropout(self.embed(prev))  # (B, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded[:, None], state.hidden[None].contiguous())  # (B, 1, H)
@@ -165,6 +172,18 @@ class RNNSearch(Seq2Seq):
         if self.luong:
             return self.dropout(context), new
         return self.deep_output.features(new.hidden, embedded, context), new
+
+    def _word_table(self) -> Tensor:
+        """[W_i E_v + b_i, V_o E_v + b_o] (V, 3H + units · pool): each target word's input-side gates and its
+        part of the maxout layer's input (:class:`WordTables`)."""
+        linear = self.deep_output.maxout.linear
+
+        def compute() -> Tensor:
+            embeddings = self.embed.table()
+            return torch.cat([self.input_gates(embeddings), self.deep_output.word_part(embeddings, bias=True)], dim=1)
+
+        weights = [*self.embed.parameters(), *self.input_gates.parameters(), linear.weight, linear.bias]
+        return self.tables.get("decoder", weights, compute)
 
     def _fused_attention(self) -> bool:
         attention = self.config.attention

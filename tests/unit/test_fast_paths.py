@@ -273,3 +273,28 @@ def test_the_recurrence_backward_pass_written_out_passes_gradcheck() -> None:
               random(batch, source, attention), pad_mask, random(3 * hidden + attention, hidden),
               random(3 * hidden + attention), random(attention), random(3 * hidden, context))
     assert torch.autograd.gradcheck(_Recurrence.apply, inputs)
+
+
+@pytest.mark.parametrize("architecture", ["encdec", "rnnsearch"])
+def test_word_tables_follow_the_weights(architecture: str) -> None:
+    """The looked-up parts of each word are computed again when a weight changes in place or is replaced."""
+    model = tiny_model(tiny_config(architecture))
+    src, src_len = pad(SOURCES)
+    prev = torch.tensor([BOS_ID, 4, 5, 6, 7, EOS_ID])
+
+    def step_both() -> None:
+        with torch.inference_mode():
+            state = model.encode(src, src_len)
+            fast, _ = model.step(prev, state)
+            with reference_path(model):
+                reference, _ = model.step(prev, state)
+        torch.testing.assert_close(fast, reference, rtol=0, atol=TOLERANCE)
+
+    step_both()
+    with torch.no_grad():
+        model.embed.lookup.weight.mul_(1.5)  # in place
+    step_both()
+    model.load_state_dict({k: v * 0.9 for k, v in model.state_dict().items()})  # copied in
+    step_both()
+    model.float().double()  # new tensors
+    step_both()
