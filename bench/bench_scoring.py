@@ -230,6 +230,7 @@ class FlopModel:
 
     encoder: np.ndarray  # (a, b)
     decoder: np.ndarray  # (c, d, e, f)
+    step: np.ndarray  # (g, h): one decoding step of one row, g + h S (model.step: what a trie node costs)
 
     @classmethod
     def calibrate(cls, model: Seq2Seq) -> FlopModel:
@@ -237,9 +238,12 @@ class FlopModel:
         points = [(1, 1), (2, 1), (1, 2), (2, 2)]
         decoder = np.linalg.solve([[1, s, t, s * t] for s, t in points],
                                   [decoder_flops(model, s, t) for s, t in points])
-        result = cls(encoder, decoder)
+        step_flops(model, 1)  # the first step computes the word tables, once per model
+        step = np.linalg.solve([[1, 1], [1, 2]], [step_flops(model, s) for s in (1, 2)])
+        result = cls(encoder, decoder, step)
         assert result.encoder_cost(7) == encoder_flops(model, 7)
         assert result.decoder_cost(5, 9) == decoder_flops(model, 5, 9)
+        assert float(result.step @ [1, 7]) == step_flops(model, 7)
         return result
 
     def encoder_cost(self, length: int) -> float:
@@ -249,8 +253,8 @@ class FlopModel:
         return float(self.decoder @ [1, source, target, source * target])
 
     def prefix_flops(self, scorer: Scorer, pairs: list[Pair]) -> float:
-        """The FLOPs of scoring with shared prefixes: an encoder pass per distinct source of each window, a
-        decoder's start per source of each trie and a decoder step per trie node, as the scorer cuts them."""
+        """The FLOPs of scoring with shared prefixes: an encoder pass per distinct source of each window and a
+        decoder step (``model.step``) per node of each trie, as the scorer cuts them."""
         total = 0.0
         for part in scorer.windows(pairs):
             sources = {tuple(s): i for i, s in enumerate(dict.fromkeys(tuple(s) for s, _ in part))}
@@ -263,10 +267,7 @@ class FlopModel:
                 chosen = order[batch]
                 trie = PrefixTrie(targets[chosen], lengths[chosen], rows[chosen])
                 nodes = trie.new.sum(1)  # the nodes each target adds, at its source's length
-                length = source_len[chosen]
-                start, step = self.decoder[:2], self.decoder[2:]
-                total += float(sum(start @ [1, source_len[np.nonzero(rows == r)[0][0]]] for r in trie.roots))
-                total += float((step[0] + step[1] * length) @ nodes)
+                total += float((self.step[0] + self.step[1] * source_len[chosen]) @ nodes)
         return total
 
     def useful_flops(self, scorer: Scorer, pairs: list[Pair], window: int | None = None) -> float:
@@ -294,6 +295,16 @@ def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
         state = model.encode(src, src_len)
         with FlopCounterMode(display=False) as counter:
             model.score(state, trg)  # the fast path, or the reference one (teacher_forced and token_log_probs)
+    return counter.get_total_flops()
+
+
+def step_flops(model: Seq2Seq, source: int) -> int:
+    """One decoding step of one row whose source has ``source`` positions: features and output layer."""
+    src, src_len = pad([[4] * (source - 1) + [EOS_ID]])
+    with torch.inference_mode():
+        state = model.encode(src, src_len)
+        with FlopCounterMode(display=False) as counter:
+            model.step(torch.tensor([4]), state)
     return counter.get_total_flops()
 
 

@@ -107,7 +107,7 @@ class EncoderDecoder(Seq2Seq):
         linear = self.output.maxout.linear
 
         def compute() -> Tensor:
-            embeddings = self.embed.table()
+            embeddings = self.embed.table().detach()
             return torch.cat([embeddings @ weight_ih[:, : self.config.embedding_size].t(),
                               self.output.word_part(embeddings, bias=False)], dim=1)
 

@@ -179,7 +179,7 @@ class RNNSearch(Seq2Seq):
         linear = self.deep_output.maxout.linear
 
         def compute() -> Tensor:
-            embeddings = self.embed.table()
+            embeddings = self.embed.table().detach()
             return torch.cat([self.input_gates(embeddings), self.deep_output.word_part(embeddings, bias=True)], dim=1)
 
         weights = [*self.embed.parameters(), *self.input_gates.parameters(), linear.weight, linear.bias]
