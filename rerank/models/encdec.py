@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -34,6 +34,10 @@ class EncoderDecoder(Seq2Seq):
         self.rnn = nn.GRU(e + h, h, batch_first=True)
         self.output = DeepOutput(h, e, h, config.maxout_size, config.maxout_pool, trg_vocab_size, config.dropout)
         self.tables = WordTables()
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
+        self.tables.clear()
+        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """c as ``keys`` (B, 1, H); as ``proj_keys`` (B, 1, 3H + maxout), what the decoder computes from c

@@ -39,12 +39,16 @@ class WordTables:
     the decoder's GRU and the embedding's part of the maxout layer depend on the word alone.
 
     A table is computed on first use and again whenever one of the weights it was computed from has
-    changed (moved, replaced, or written in place: its version counter moves). Not for training:
+    changed: replaced, or written in place (its version counter moves); a model that converts or moves
+    its weights (``Module.to``, ``float``, ...) clears its tables (:meth:`clear`). Not for training:
     dropout on the embeddings would make the table wrong, and it carries no gradient.
     """
 
     def __init__(self) -> None:
         self._tables: dict[str, tuple[tuple[int, ...], Tensor]] = {}
+
+    def clear(self) -> None:
+        self._tables.clear()
 
     def get(self, name: str, weights: Sequence[Tensor], compute: Callable[[], Tensor]) -> Tensor:
         key = tuple(x for w in weights for x in (id(w), w.data_ptr(), w._version))

@@ -56,6 +56,10 @@ class RNNSearch(Seq2Seq):
                                           config.dropout)
         self.tables = WordTables()
 
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
+        self.tables.clear()
+        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         annotations, final = self.encoder(src, src_len)  # (B, S, 2H), (2, B, H)
         hidden = torch.tanh(self.init_state(final[1]))  # from ←h_1
