@@ -35,7 +35,7 @@ class DecoderState:
 
     hidden: Tensor  # (B, H)
     keys: Tensor  # (B, S, C) annotations; for the encoder-decoder, its summary c as (B, 1, C)
-    proj_keys: Tensor  # (B, S, *) the source side of the attention score
+    proj_keys: Tensor  # (B, S, *) the source side of the attention score; the encoder-decoder's c projections
     pad_mask: Tensor  # (B, S) True at padding
     src_len: Tensor  # (B,)
     feed: Tensor | None = None  # (B, H) h̃_{t-1}, fed back with Luong's input feeding

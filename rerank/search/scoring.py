@@ -2,11 +2,14 @@
 
 Pairs are read in windows of a few thousand. Inside a window every distinct source is encoded
 once (a phrase table is sorted by source; the hypotheses of an n-best list share theirs), in
-batches sorted by length; the decoder states are then repeated for each pair with
-``index_select``, and the targets are forced-decoded in batches sorted by length and bounded by
-a budget of padded target tokens, so that memory stays flat whatever the input's size. The
-scores come out in input order. Nothing is truncated: a pair longer than any training sentence
-is scored like the others.
+batches sorted by length. The targets of each source are then sorted, and every distinct prefix
+is decoded once (:class:`PrefixTrie`): the hypotheses of an n-best list share most of their
+words, so this takes 2.4 times fewer decoder steps on a Moses 100-best list. Batches are bounded
+by a budget of decoder steps, so that memory stays flat whatever the input's size. Without
+``share_prefixes``, and on the model's reference path, the decoder states are repeated for each
+pair with ``index_select`` and the targets forced-decoded whole, in batches sorted by length and
+bounded by a budget of padded target tokens. The scores come out in input order. Nothing is
+truncated: a pair longer than any training sentence is scored like the others.
 
 Shapes: B batch, S source length, T target length, N distinct sources of a window, P pairs.
 """
