@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="training config (see configs/*.yaml)")
     parser.add_argument("--output-dir", help="model directory (overrides output_dir of the config)")
     parser.add_argument("--threads", type=positive_int, help="CPU threads (overrides training.threads)")
+    parser.add_argument("--seed", type=int, help="random seed (overrides training.seed): another model of an ensemble")
     parser.add_argument("--device", default="cpu",
                         help="cpu, cuda or cuda:N (default: %(default)s; under torchrun cuda is each process's GPU)")
     parser.epilog = "\n".join(f"  {line}" for line in describe_keys(TrainConfig))
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, output_dir=args.output_dir)
     if args.threads:
         config = dataclasses.replace(config, training=dataclasses.replace(config.training, threads=args.threads))
+    if args.seed is not None:
+        config = dataclasses.replace(config, training=dataclasses.replace(config.training, seed=args.seed))
     world = world_from_env()
     if args.device == "cuda" and world.distributed:  # each process its own GPU
         device = torch.device("cuda", world.local_rank)

@@ -43,7 +43,9 @@ OUTPUTS = ("output", "alignments", "attention")  # checked by rerank.cli before 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, metavar="DIR", help="model directory written by `rerank train`")
+    parser.add_argument("--model", required=True, nargs="+", metavar="DIR",
+                        help="model directory written by `rerank train`; several: search with their ensemble "
+                             "(the mean of their log-probabilities; they must share their vocabularies)")
     parser.add_argument("-i", "--input", default="-", metavar="SRC",
                         help="tokenised source text, one sentence per line (.gz allowed; default: stdin)")
     parser.add_argument("-o", "--output", default="-", metavar="OUT",
@@ -66,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output = parser.add_argument_group("output")
     output.add_argument("--label", metavar="LABEL",
                         help="feature label of the n-best list (default RNN0 for encdec models, RNNsearch0 for "
-                             "rnnsearch)")
+                             "rnnsearch, R2L0 for a right-to-left model)")
     output.add_argument("--alignments", metavar="FILE", help="hard alignments of each best hypothesis: i-j per line")
     output.add_argument("--attention", metavar="FILE",
                         help="soft alignments of each best hypothesis: a JSON object per line (id, source, "
@@ -124,8 +126,9 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.nbest import check_label
     from rerank.formats.shards import ShardReader, check_shard_output, line_blocks, write_manifest
     from rerank.models.checkpoint import load_model
-    from rerank.models.config import DEFAULT_LABELS
+    from rerank.models.config import default_label
     from rerank.models.device import torch_device, torch_threads
+    from rerank.models.ensemble import ensemble
     from rerank.search.alignment import require_attention_for
     from rerank.search.translate import (
         BATCH_SIZE,
@@ -153,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         with reader.file_line_numbers():
             sentences = [line.split() for _, line in reader.lines()]
         first_id = reader.lines_before() if sentences else 0
-    loaded = load_model(args.model, torch_device(args.device))
-    label = label or DEFAULT_LABELS[loaded.architecture]
+    device = torch_device(args.device)
+    loaded = ensemble([load_model(directory, device) for directory in args.model])
+    label = label or default_label(loaded.config)
     if args.weights:
         config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))
     require_attention_for(loaded.model, alignments=bool(args.alignments), attention=bool(args.attention),
@@ -171,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     batch_size = args.batch_size or BATCH_SIZE
     ranking = (f"{label} weight {config.weights.model:g}, WP0 weight {config.weights.word_penalty:g}"
                if config.weights else f"{config.length_penalty.kind} length penalty")
-    logger.info("translating %d sentences with %s: beam %d, %s, batches of %d", len(sentences), args.model,
+    logger.info("translating %d sentences with %s: beam %d, %s, batches of %d", len(sentences), " + ".join(args.model),
                 config.beam_size, ranking, batch_size)
     outputs = TranslationOutputs(args.output, nbest=bool(args.nbest), alignments=args.alignments,
                                  attention=args.attention)

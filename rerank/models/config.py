@@ -12,6 +12,7 @@ from rerank.errors import RerankError
 
 CONFIG = "config.yaml"  # in a model directory: the training config, whose model section is the ModelConfig
 DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}  # the n-best label of each architecture's ln p
+RIGHT_TO_LEFT_LABEL = "R2L0"  # the n-best label of a right-to-left model's ln p
 
 AttentionScore = Literal["additive", "dot", "general", "location"]
 AttentionWindow = Literal["global", "local-m", "local-p"]
@@ -46,6 +47,11 @@ class ModelConfig:
     state s_{i-1} and feeds the context into the GRU and the deep output; ``luong`` runs the GRU
     first, attends with its new state h_t and predicts from h̃_t = tanh(W_c [c_t; h_t]), optionally
     feeding h̃_{t-1} back into the next step (``input_feeding``).
+
+    ``reverse_target``: the model reads and writes target sentences right to left (a right-to-left
+    model, as in Imamura & Sumita 2017): training reverses the targets, scoring reverses each
+    hypothesis before forced decoding, and decoding reverses its output, so that users see
+    left-to-right text everywhere. ``</s>`` still ends the (reversed) sentence.
     """
 
     architecture: Literal["encdec", "rnnsearch"] = "rnnsearch"
@@ -59,6 +65,7 @@ class ModelConfig:
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     input_feeding: bool = False
     dropout: float = 0.0
+    reverse_target: bool = False
 
     def __post_init__(self) -> None:
         if self.input_feeding and (self.architecture != "rnnsearch" or self.decoder != "luong"):
@@ -80,6 +87,11 @@ class ModelConfig:
     def annotation_size(self) -> int:
         """Size of what the decoder attends to: h_j = [→h_j; ←h_j] for RNNsearch, c for the encoder-decoder."""
         return 2 * self.encoder_size if self.architecture == "rnnsearch" else self.hidden_size
+
+
+def default_label(config: ModelConfig) -> str:
+    """The n-best label of a model's ln p: ``R2L0`` for a right-to-left model, else its architecture's."""
+    return RIGHT_TO_LEFT_LABEL if config.reverse_target else DEFAULT_LABELS[config.architecture]
 
 
 def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:

@@ -77,6 +77,7 @@ class Seq2Seq(nn.Module):
     """
 
     reference: bool = False
+    blockwise_steps: bool = True  # the search may run the output layer on step_features' rows in blocks
 
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__()

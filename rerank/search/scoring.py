@@ -54,7 +54,9 @@ class ScoringConfig:
 
 
 class Scorer:
-    """ln p(target | source), ``</s>`` included, of token pairs under a trained model (see the module docstring)."""
+    """ln p(target | source), ``</s>`` included, of token pairs under a trained model (see the module docstring).
+
+    A right-to-left model (``reverse_target``) scores each target read backwards."""
 
     def __init__(self, model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary,
                  config: ScoringConfig | None = None):
@@ -93,8 +95,9 @@ class Scorer:
         distinct: dict[tuple[str, ...], int] = {}
         source_of = np.fromiter((distinct.setdefault(tuple(s), len(distinct)) for s, _ in pairs),
                                 dtype=np.int64, count=len(pairs))
+        reverse = self.model.config.reverse_target  # a right-to-left model reads each target reversed
         return self.score_ids(to_ids(list(distinct), self.src_vocab),
-                              to_ids([t for _, t in pairs], self.trg_vocab), source_of)
+                              to_ids([t[::-1] if reverse else t for _, t in pairs], self.trg_vocab), source_of)
 
     @torch.inference_mode()
     def score_ids(self, src_ids: Sequence[Sequence[int]], trg_ids: Sequence[Sequence[int]],

@@ -10,6 +10,7 @@ features the search ranks by, the model's ln p and the word penalty ``WP0``, on 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -50,8 +51,10 @@ def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens]
               batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu",
               sort_window: int = SORT_WINDOW) -> Iterator[list[Hypothesis]]:
     """The n-best hypotheses of each sentence, in input order, translated ``batch_size`` at a time
-    (sentences sorted by length within windows of ``sort_window`` batches)."""
+    (sentences sorted by length within windows of ``sort_window`` batches); a right-to-left model's
+    are turned to read left to right."""
     ids = to_ids(sentences, src_vocab)
+    reverse = model.config.reverse_target
     started = last_report = time.monotonic()
     done = 0
     for chunk in chunks(ids, batch_size * sort_window):
@@ -59,13 +62,24 @@ def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens]
         for batch in sorted_batches([len(s) for s in chunk], batch_size):
             src, src_len = pad([chunk[i] for i in batch])
             for i, hypotheses in zip(batch, beam_search(model, src.to(device), src_len, config), strict=True):
-                results[i] = hypotheses
+                results[i] = [left_to_right(h) for h in hypotheses] if reverse else hypotheses
         yield from results
         done, now = done + len(chunk), time.monotonic()
         if now - last_report >= PROGRESS_EVERY or done == len(ids):
             rate = done / max(now - started, 1e-9)
             logger.info("translated %d/%d sentences (%.1f sentences/s)", done, len(ids), rate)
             last_report = now
+
+
+def left_to_right(hypothesis: Hypothesis) -> Hypothesis:
+    """A right-to-left model's hypothesis read left to right: its words, their scores and attention rows
+    reversed; ``</s>`` (the last score and attention row) stays last."""
+    n = len(hypothesis.tokens)
+    words = list(range(n - 1, -1, -1)) + [n]
+    attention = hypothesis.attention
+    return dataclasses.replace(
+        hypothesis, tokens=hypothesis.tokens[::-1], token_scores=[hypothesis.token_scores[i] for i in words],
+        attention=None if attention is None else attention[torch.as_tensor(words, device=attention.device)])
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ class Experiment:
         from rerank.formats.dictionaries import phrase_table_dictionary
         from rerank.formats.files import read_lines
         from rerank.models.checkpoint import load_model
-        from rerank.models.config import DEFAULT_LABELS
+        from rerank.models.config import default_label
         from rerank.search.beam import LengthPenalty, SearchConfig
         from rerank.search.translate import TranslationOutputs, translate_file
 
@@ -282,7 +282,7 @@ class Experiment:
             loaded = load_model(models[model], c.device)
             search_config = dataclasses.replace(config, nbest=nbest) if nbest else config
             translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), search_config,
-                           label=DEFAULT_LABELS[loaded.architecture],
+                           label=default_label(loaded.config),
                            dictionary=dictionary() if model == "rnnsearch" else None, device=c.device)
 
         for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention

@@ -35,6 +35,10 @@ class ParallelCorpus:
                 if len(s) <= max_length and len(t) <= max_length]
         return ParallelCorpus([self.sources[i] for i in keep], [self.targets[i] for i in keep])
 
+    def reverse_targets(self) -> ParallelCorpus:
+        """The pairs with each target read right to left (for a right-to-left model)."""
+        return ParallelCorpus(self.sources, [target[::-1] for target in self.targets])
+
 
 def read_parallel(source_path: str | os.PathLike[str], target_path: str | os.PathLike[str]) -> ParallelCorpus:
     """Two line-aligned text files; their line counts must agree."""

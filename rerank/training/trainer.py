@@ -98,6 +98,9 @@ class Trainer:
             assert data.train is not None  # DataConfig has one or the other
             corpus = read_parallel(data.train.source, data.train.target)
         kept = corpus.filter_length(data.max_length)
+        reverse = self.config.model.reverse_target
+        if reverse:
+            kept = kept.reverse_targets()
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(kept), len(corpus) - len(kept),
                     data.max_length)
         if not len(kept):
@@ -118,6 +121,8 @@ class Trainer:
         self.train_lengths = np.array([len(s) + len(t) / 1000 for s, t in zip(self.train_src, self.train_trg,
                                                                                   strict=True)])
         valid = read_parallel(data.valid.source, data.valid.target)
+        if reverse:
+            valid = valid.reverse_targets()
         self.valid_src = to_ids(valid.sources, self.src_vocab)
         self.valid_trg = to_ids(valid.targets, self.trg_vocab)
 
