@@ -7,14 +7,17 @@ reproduced by hand. A step whose
 outputs exist is skipped, so a stopped run picks up where it was (training resumes from its
 checkpoint). The steps:
 
-1. train the encoder-decoder and RNNsearch (``rerank train``);
+1. train the encoder-decoder and RNNsearch (``rerank train``), and where the config names them, more
+   RNNsearch seeds (an ensemble), a right-to-left RNNsearch and a target-to-source one (the channel);
 2. score the phrase table with the encoder-decoder (``rerank score-table``);
 3. decode dev and test with both models (``rerank translate``; RNNsearch also as an n-best list);
 4. add RNN0, RNNsearch0, LM1, WP1 and UNK1 to Moses' n-best lists, and to the union of Moses' and
    RNNsearch's n-best lists with "which system" indicators (``rerank merge-nbest``,
-   ``rerank score-nbest``);
+   ``rerank score-nbest``); with the extra models also Ens0, R2L0 and Chan0 (each with its
+   per-word variant);
 5. for each row of the table, tune on dev with each optimiser and seed (``rerank tune``), apply
-   the weights to dev and test (``rerank apply``) and score them (sacreBLEU);
+   the weights to dev and test (``rerank apply``) and score them (sacreBLEU); with the extra
+   models, a row with every feature and an ablation row without each extra one;
 6. write ``results.md`` and ``results.json``, and BLEU by source length (table and PNG).
 """
 
@@ -83,10 +86,15 @@ class ExperimentConfig:
     buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
     threads: int | None = None  # torch's CPU threads for scoring and decoding (training: its config's); default all
     device: str = "cpu"  # where the models train, score and decode: cpu, cuda or cuda:N
+    ensemble_seeds: tuple[int, ...] = ()  # more seeds of ``rnnsearch`` (a config): Ens0, the ensemble's ln p
+    right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
+    channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
 
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
             raise ValueError("give at least one optimizer and one seed")
+        if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
+            raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
 
 
@@ -110,6 +118,21 @@ ROWS = (
     Row("union", "Moses ∪ RNNsearch n-best, reranked", "union", ("InMoses", "InRNNsearch", *NEW_FEATURES),
         moses_features=False),
 )
+
+
+EXTRA_FEATURES = {"ensemble": "Ens0", "right_to_left": "R2L0", "channel": "Chan0"}  # the extra models' labels
+
+
+def extended_rows(extras: Sequence[str]) -> tuple[Row, ...]:
+    """The rows of the extra features ``extras`` (labels): all features, then all but each extra one."""
+    if not extras:
+        return ()
+    everything = (*NEW_FEATURES, *extras)
+    return (Row("extended", f"+ {' + '.join(extras)} (all features)", "moses", everything),
+            *(Row(f"without-{label}", f"all features but {label}", "moses",
+                  tuple(f for f in everything if f != label)) for label in extras),
+            Row("union-extended", "Moses ∪ RNNsearch n-best, all features", "union",
+                ("InMoses", "InRNNsearch", *everything), moses_features=False))
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:
@@ -191,18 +214,38 @@ class Experiment:
     def train(self) -> dict[str, Path]:
         from rerank.training.config import load_train_config
 
+        c = self.config
+        runs: list[tuple[str, str, int | None]] = [("encdec", c.encdec, None), ("rnnsearch", c.rnnsearch, None)]
+        runs += [(f"rnnsearch-seed{seed}", c.rnnsearch, seed) for seed in c.ensemble_seeds]
+        runs += [(name, config, None) for name, config in (("right_to_left", c.right_to_left), ("channel", c.channel))
+                 if config is not None]
         models = {}
-        for name, config in (("encdec", self.config.encdec), ("rnnsearch", self.config.rnnsearch)):
+        for name, config, seed in runs:
             if Path(config).is_dir():
                 logger.info("%s: the trained model in %s", name, config)
                 models[name] = Path(config)
                 continue
             directory = self.out / "models" / name
             train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
-            self.step(["train", "--config", config, "--output-dir", directory, *self.device_flag()], [],
+            seed_flag: list[object] = []
+            if seed is not None:
+                train_config = dataclasses.replace(
+                    train_config, training=dataclasses.replace(train_config.training, seed=seed))
+                seed_flag = ["--seed", seed]
+            self.step(["train", "--config", config, "--output-dir", directory, *seed_flag, *self.device_flag()], [],
                       train_model, train_config, self.config.device, timing=f"train {name}")
             models[name] = directory
         return models
+
+    def extra_features(self) -> tuple[str, ...]:
+        """The labels of the extra models' features this study has (see :data:`EXTRA_FEATURES`)."""
+        c = self.config
+        present = {"ensemble": bool(c.ensemble_seeds), "right_to_left": c.right_to_left is not None,
+                   "channel": c.channel is not None}
+        return tuple(label for key, label in EXTRA_FEATURES.items() if present[key])
+
+    def rows(self) -> tuple[Row, ...]:
+        return (*ROWS, *extended_rows(self.extra_features()))
 
     def score_phrase_table(self, encdec: Path) -> None:
         from rerank.formats.phrase_table import read_phrase_table
@@ -231,13 +274,19 @@ class Experiment:
         """The rescoring features: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary)."""
         path = self.out / "rescore.yaml"
         device = {} if self.config.device == "cpu" else {"device": self.config.device}
-        features = [
+        features: list[dict[str, Any]] = [
             {"kind": "nmt", "name": "RNN0", "model": str(models["encdec"]), **device},
             {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"]), **device},
             {"kind": "kenlm", "name": "LM1", "path": self.config.moses.language_model},
             {"kind": "word-penalty", "name": "WP1"},
             {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
         ]
+        seeds = [str(models[name]) for name in models if name.startswith("rnnsearch")]
+        extras: dict[str, dict[str, Any]] = {
+            "Ens0": {"model": seeds}, "R2L0": {"model": str(models.get("right_to_left"))},
+            "Chan0": {"model": str(models.get("channel")), "channel": True}}
+        features += [{"kind": "nmt", "name": label, **extras[label], "per_word": True, **device}
+                     for label in self.extra_features()]
         path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
         return path
 
@@ -259,6 +308,7 @@ class Experiment:
         from rerank.formats.files import read_lines
         from rerank.models.checkpoint import load_model
         from rerank.models.config import default_label
+        from rerank.models.ensemble import ensemble
         from rerank.search.beam import LengthPenalty, SearchConfig
         from rerank.search.translate import TranslationOutputs, translate_file
 
@@ -279,16 +329,23 @@ class Experiment:
             return dictionaries["table"]
 
         def translate(model: str, output: Path, nbest: int | None = None) -> None:
-            loaded = load_model(models[model], c.device)
+            loaded = ensemble([load_model(models[m], c.device) for m in members[model]])
             search_config = dataclasses.replace(config, nbest=nbest) if nbest else config
             translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), search_config,
                            label=default_label(loaded.config),
-                           dictionary=dictionary() if model == "rnnsearch" else None, device=c.device)
+                           dictionary=dictionary() if model != "encdec" else None, device=c.device)
 
-        for model, options in (("encdec", search), ("rnnsearch", search + unk)):  # encdec has no attention
+        members = {"encdec": ["encdec"], "rnnsearch": ["rnnsearch"],
+                   "ensemble": ["rnnsearch", *(f"rnnsearch-seed{seed}" for seed in c.ensemble_seeds)]}
+
+        # the encoder-decoder has no attention to replace UNKs with
+        decoded: list[tuple[str, list[Any]]] = [("encdec", search), ("rnnsearch", [*search, *unk])]
+        if c.ensemble_seeds:
+            decoded.append(("ensemble", [*search, *unk]))
+        for model, options in decoded:
             output = self.out / f"{name}.{model}.1best"
-            self.step(["translate", "--model", models[model], "-i", split.source, "-o", output, *options], [output],
-                      translate, model, output, timing=f"translate {name} {model}")
+            self.step(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", output,
+                       *options], [output], translate, model, output, timing=f"translate {name} {model}")
         nbest = self.out / f"{name}.rnnsearch.nbest.gz"
         self.step(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
                    "--nbest", c.nbest], [nbest], translate, "rnnsearch", nbest, c.nbest)
@@ -303,9 +360,10 @@ class Experiment:
         for split, path in baseline.items():
             getattr(results["moses"]["moses.ini"], split).append(self.bleu(path, split))
         moses_labels = self.moses_labels()
-        runs = len(ROWS) * len(c.optimizers) * len(c.seeds)
+        rows = self.rows()
+        runs = len(rows) * len(c.optimizers) * len(c.seeds)
         done = 0
-        for row in ROWS:
+        for row in rows:
             features = (*moses_labels, *row.features) if row.moses_features else row.features
             init = c.moses.ini if row.moses_features else self.union_init()
             nbest = self.out / f"dev.{row.nbest}.scored.gz"
@@ -387,6 +445,8 @@ class Experiment:
         c = self.config
         rnnsearch = {split: self.bleu(self.out / f"{split}.rnnsearch.1best", split) for split in ("dev", "test")}
         encdec = {split: self.bleu(self.out / f"{split}.encdec.1best", split) for split in ("dev", "test")}
+        ensembled = {split: self.bleu(self.out / f"{split}.ensemble.1best", split)
+                     for split in ("dev", "test")} if c.ensemble_seeds else {}
         systems = [("Moses", str(self.out / "tuning" / "moses" / "moses.ini.test.1best")),
                    ("RNN encoder-decoder", str(self.out / "test.encdec.1best")),
                    ("RNNsearch", str(self.out / "test.rnnsearch.1best")),
@@ -402,11 +462,15 @@ class Experiment:
                  "|---|---|---|" + "---|" * (len(c.optimizers) - 1),
                  _table_row("Moses baseline (its own weights)", {c.optimizers[0]: results["moses"]["moses.ini"]},
                             c.optimizers)]
-        for row in ROWS:
+        for row in self.rows():
             lines.append(_table_row(row.title, results[row.key], c.optimizers))
             if row.key == "all":
                 lines.append(_table_row(f"RNNsearch alone (beam {c.beam})", {c.optimizers[0]: Score(
                     [rnnsearch["dev"]], [rnnsearch["test"]])}, c.optimizers))
+                if ensembled:
+                    lines.append(_table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
+                                            {c.optimizers[0]: Score([ensembled["dev"]], [ensembled["test"]])},
+                                            c.optimizers))
         models_md = self.model_summary(models)
         text = "\n".join([
             "# Results", "",
@@ -422,7 +486,7 @@ class Experiment:
         path = self.out / "results.md"
         path.write_text(text, encoding="utf-8")
         (self.out / "results.json").write_text(json.dumps(
-            {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec,
+            {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec, "ensemble": ensembled,
              "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()} for key, row in results.items()},
              "timings": self.timings}, indent=2), encoding="utf-8")
         logger.info("wrote %s", path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shlex
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 import yaml
 
 from rerank.cli import main
-from rerank.study.experiment import ROWS
+from rerank.study.experiment import ROWS, extended_rows
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -69,3 +70,46 @@ def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
     assert main(["-q", "experiment", str(config)]) == 0
     assert (run / "commands.sh").read_text().splitlines() == commands + [
         line for line in commands if line.startswith("rerank train ")]
+
+
+@pytest.mark.slow
+def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> None:
+    """More RNNsearch seeds, a right-to-left and a target-to-source RNNsearch: each is trained, scores the
+    lists (Ens0, R2L0, Chan0 with their per-word values), and the table has a row with every feature,
+    one without each extra feature, and the union with every feature; the ensemble decodes too."""
+    configs = {}
+    for name in ("encdec", "rnnsearch", "right_to_left", "channel"):
+        config = tiny_training_config("encdec" if name == "encdec" else "rnnsearch")
+        if name == "right_to_left":
+            config["model"]["reverse_target"] = True
+        if name == "channel":
+            data = config["data"]
+            for part in ("train", "valid"):
+                data[part] = {"source": data[part]["target"], "target": data[part]["source"]}
+        configs[name] = tmp_path / f"{name}.yaml"
+        configs[name].write_text(yaml.safe_dump(config))
+    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    experiment.update(output_dir=str(tmp_path / "run"), **{k: str(v) for k, v in configs.items()},
+                      ensemble_seeds=[2], optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
+    for section in ("moses", "dev", "test"):
+        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump(experiment))
+
+    assert main(["-q", "experiment", str(config)]) == 0
+    run = tmp_path / "run"
+    with gzip.open(run / "dev.moses.scored.gz", "rt", encoding="utf-8") as f:
+        line = f.readline()
+    for label in ("Ens0=", "R2L0=", "Chan0="):
+        total, per_word = map(float, line.split(" ||| ")[2].split(label)[1].split()[:2])  # the sum, per word
+        assert total < per_word < 0
+    results = (run / "results.md").read_text()
+    rows = extended_rows(("Ens0", "R2L0", "Chan0"))
+    assert [row.key for row in rows] == ["extended", "without-Ens0", "without-R2L0", "without-Chan0", "union-extended"]
+    for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title for row in (*ROWS, *rows))]:
+        assert f"| {title} |" in results
+    commands = (run / "commands.sh").read_text()
+    assert "--seed 2" in commands and commands.count("rerank tune ") == len(ROWS) + len(rows)
+    ensemble_translate = [line for line in commands.splitlines()
+                          if line.startswith("rerank translate") and "dev.ensemble.1best" in line][0]
+    assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
