@@ -25,6 +25,7 @@ from rerank.commands import (
     experiment,
     merge_nbest,
     merge_shards,
+    oracle,
     score_nbest,
     score_table,
     train,
@@ -45,6 +46,7 @@ COMMANDS: dict[str, ModuleType] = {
     "align": align,
     "merge-nbest": merge_nbest,
     "merge-shards": merge_shards,
+    "oracle": oracle,
     "experiment": experiment,
 }
 

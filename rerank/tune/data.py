@@ -95,6 +95,7 @@ class NBestPool:
         self._features: list[list[tuple[float, ...]]] = [[] for _ in range(len(bleu))]
         self._stats: list[list[np.ndarray]] = [[] for _ in range(len(bleu))]
         self._text_stats: list[dict[str, np.ndarray]] = [{} for _ in range(len(bleu))]
+        self._texts: list[list[str]] = [[] for _ in range(len(bleu))]
 
     @property
     def num_sentences(self) -> int:
@@ -166,8 +167,13 @@ class NBestPool:
                 index = keys[key] = len(features)
                 features.append(entry.dense)
                 stats.append(known[text])
+                self._texts[sentence].append(text)
             indices.append(index)
         return indices[0]
+
+    def text(self, sentence: int, index: int) -> str:
+        """The words of hypothesis ``index`` (as in :meth:`data`) of sentence ``sentence``."""
+        return self._texts[sentence][index]
 
     def data(self) -> TuningData:
         """The pool as padded arrays."""

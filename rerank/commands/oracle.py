@@ -1,0 +1,50 @@
+"""Oracle BLEU of n-best lists: the corpus BLEU of the best hypothesis per sentence, beside that of the
+lists' first hypotheses, so that the headroom of reranking a candidate pool is known.
+
+The oracle is the usual greedy approximation (a lower bound): each sentence's best BLEU+1, then
+sweeps that give each sentence the hypothesis maximising corpus BLEU with the others fixed. For the
+oracle of several systems' candidates together, score their union (`rerank merge-nbest`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+logger = logging.getLogger(__name__)
+
+OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("nbest", nargs="+", metavar="NBEST", help="Moses n-best lists of the same source (.gz allowed)")
+    parser.add_argument("-r", "--reference", action="append", required=True, metavar="REF", dest="references",
+                        help="reference translations; repeat for several references")
+    parser.add_argument("--tokenize", default="none", metavar="TOK",
+                        help="sacrebleu's BLEU tokenizer (default none: the text is tokenized)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="the oracle's hypothesis of every sentence of the "
+                                                                  "last list")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rerank.formats.files import atomic_output, display_name, read_lines
+    from rerank.tune.data import NBestPool
+    from rerank.tune.oracle import corpus_statistics, oracle_choice
+    from rerank.tune.stats import BleuStatistics
+
+    references = [[line for _, line in read_lines(path)] for path in args.references]
+    bleu = BleuStatistics(references, tokenize=args.tokenize)
+    print(f"{'n-best list':40s} {'hyps/sent':>9s} {'first':>7s} {'oracle':>7s}")
+    for path in args.nbest:
+        pool = NBestPool(bleu, reference_name=display_name(args.references[0]))
+        first = pool.add(path)
+        data = pool.data()
+        choice = oracle_choice(data)
+        scores = [bleu.score(corpus_statistics(data, c)).score for c in (first, choice)]
+        print(f"{display_name(path):40s} {data.counts.mean():9.1f} {scores[0]:7.2f} {scores[1]:7.2f}")
+    if args.output:
+        with atomic_output(args.output) as out:
+            for s, k in enumerate(choice):
+                out.write(pool.text(s, int(k)) + "\n")
+    print(f"BLEU {bleu.signature()}; first: each sentence's first hypothesis; hyps/sent: distinct (words, features)")
+    return 0
