@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from rerank.config import from_dict
 from rerank.errors import ConfigError
+from rerank.features.cslm import ContinuousSpaceLM
 from rerank.features.language_model import LanguageModel
 from rerank.features.nmt import NeuralTranslationModel
 from rerank.features.word_penalty import UnknownWordCount, WordPenalty
@@ -23,6 +24,7 @@ FEATURES: dict[str, type[Any]] = {
     "word-penalty": WordPenalty,
     "unk-penalty": UnknownWordCount,
     "nmt": NeuralTranslationModel,
+    "cslm": ContinuousSpaceLM,
 }
 
 

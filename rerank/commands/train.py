@@ -4,6 +4,9 @@ The model directory (output_dir, or --output-dir) gets config.yaml, vocab.src.tx
 model.pt (the best weights by validation perplexity) and checkpoint.pt; started again, a run
 resumes exactly where it stopped. Every value is checked when the config is read.
 
+A config whose model.architecture is cslm trains a CSLM instead, a feed-forward n-gram language model of
+the target language (its keys: rerank.training.cslm, configs/cslm.yaml).
+
 Under torchrun (torchrun --nproc-per-node 4 -m rerank train --config C), the processes share each
 update: training.batch_size is the global batch, each process scores every WORLD_SIZE-th pair of it,
 the gradients are averaged (gloo), and process 0 alone validates, logs and writes the model
@@ -17,10 +20,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
-from rerank.config import describe_keys
+from rerank.config import describe_keys, from_dict, load_yaml
 from rerank.training.config import TrainConfig
+
+if TYPE_CHECKING:
+    import torch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,12 +44,14 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from rerank.models.device import torch_device
-    from rerank.training.config import load_train_config
     from rerank.training.distributed import process_group, world_from_env
     from rerank.training.trainer import Trainer
 
     device = torch_device(args.device)
-    config = load_train_config(args.config)
+    data = load_yaml(args.config)
+    if isinstance(data, dict) and isinstance(data.get("model"), dict) and data["model"].get("architecture") == "cslm":
+        return _train_cslm(args, data, device)
+    config = from_dict(TrainConfig, data if data is not None else {}, str(args.config))
     if args.output_dir:
         config = dataclasses.replace(config, output_dir=args.output_dir)
     if args.threads:
@@ -59,4 +68,21 @@ def run(args: argparse.Namespace) -> int:
     if world.is_main:
         print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
               f"updates ({progress.finished})")
+    return 0
+
+
+def _train_cslm(args: argparse.Namespace, data: dict[str, object], device: torch.device) -> int:
+    """A CSLM (feed-forward n-gram language model) from its config (see configs/cslm.yaml)."""
+    from rerank.training.cslm import CSLMTrainConfig, train_cslm
+
+    config = from_dict(CSLMTrainConfig, data, str(args.config))
+    training = config.training
+    if args.threads:
+        training = dataclasses.replace(training, threads=args.threads)
+    if args.seed is not None:
+        training = dataclasses.replace(training, seed=args.seed)
+    config = dataclasses.replace(config, training=training, output_dir=args.output_dir or config.output_dir)
+    progress = train_cslm(config, device)
+    print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} (the network, on shortlist "
+          f"n-grams) after {progress.updates} updates ({progress.finished})")
     return 0
