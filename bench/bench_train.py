@@ -15,8 +15,14 @@ perplexity after them are printed side by side (the fast path draws the same dro
 float32 the paths' different summation orders make them drift apart slowly, as any change of
 order would; ``--equal-dtype float64`` shows that nothing else separates them.
 
+With ``--device cuda`` the trainer, its model and batches are on the GPU, the clocks are read after
+synchronising, the share is of the GPU's fp32 rate (no TF32, torch's default; the TF32 and bf16 rates
+are printed once) and the peak GPU memory of each path's updates replaces the CPU columns; the
+thread counts are ignored (one run).
+
     python bench/bench_train.py
     python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --updates 50 --equal-updates 100
+    python bench/bench_train.py --device cuda --updates 50
 """
 
 from __future__ import annotations
@@ -32,17 +38,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import Timing, describe, matmul_rate, share, timed
+from machine import Timing, add_device_argument, describe, device_of, is_gpu, matmul_rate, mib, share, timed
 from torch.utils.flop_counter import FlopCounterMode
 
 from rerank.models.seq2seq import reference_path
-from rerank.training.config import TrainConfig, load_train_config
+from rerank.training.config import TextPair, TrainConfig, load_train_config
 from rerank.training.data import bucketed_order
 from rerank.training.trainer import Trainer, validation_perplexity
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP = 3
 PATHS = ("fast", "reference")
+SHARED_DATA = "../shared/data/"
 
 
 def main() -> int:
@@ -54,14 +61,20 @@ def main() -> int:
                         help="train N updates on each path from the same start and compare (default: skip)")
     parser.add_argument("--equal-dtype", choices=["float32", "float64"], default="float32",
                         help="the two runs' precision: in float64 they agree to rounding however long they run")
+    parser.add_argument("--data", type=Path,
+                        help="the shared data folder, in place of the configs' ../shared/data (default: theirs)")
+    add_device_argument(parser)
     args = parser.parse_args()
+    device = device_of(args.device)
+    gpu = is_gpu(device)
+    data = args.data.resolve() if args.data else None  # before leaving the current directory
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)
-    print(describe())
+    print(describe(device))
     for name in args.configs:
-        config = load_train_config(REPO / "configs" / f"{name}.yaml")
+        config = with_data(load_train_config(REPO / "configs" / f"{name}.yaml"), data)
         with tempfile.TemporaryDirectory() as out:
-            trainer = Trainer(dataclasses.replace(config, output_dir=out))
+            trainer = Trainer(dataclasses.replace(config, output_dir=out), device=device)
             batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
                                      config.training.bucket_window, np.random.default_rng(config.training.seed))
             parameters = sum(p.numel() for p in trainer.model.parameters())
@@ -70,27 +83,55 @@ def main() -> int:
             print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
                   f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
                                                                   for path in PATHS))
-            print(f"{'threads':>7} {'path':<10} {'tokens/s':>9} {'tokens/CPU-s':>12} {'s/update':>9} "
-                  f"{'GFLOP/s':>8} {'share (wall)':>12} {'share (CPU)':>11} {'matmul GFLOP/s':>14}")
-            for threads in args.threads:
-                torch.set_num_threads(threads)
+            if gpu:
+                print(f"{'device':>7} {'path':<10} {'tokens/s':>9} {'s/update':>9} {'GFLOP/s':>8} {'share':>6} "
+                      f"{'fp32 matmul GFLOP/s':>19} {'peak GPU memory':>15}")
+            else:
+                print(f"{'threads':>7} {'path':<10} {'tokens/s':>9} {'tokens/CPU-s':>12} {'s/update':>9} "
+                      f"{'GFLOP/s':>8} {'share (wall)':>12} {'share (CPU)':>11} {'matmul GFLOP/s':>14}")
+            for threads in [0] if gpu else args.threads:
+                if not gpu:
+                    torch.set_num_threads(threads)
                 for batch in batches[:WARM_UP]:
                     trainer._update(batch)
-                results = time_paths(trainer, batches[WARM_UP: WARM_UP + args.updates])
+                results = time_paths(trainer, batches[WARM_UP: WARM_UP + args.updates], device)
                 for path in PATHS:
                     count, timing = results[path]
                     total = flops[path] * count
+                    if gpu:
+                        print(f"{'cuda':>7} {path:<10} {count / timing.wall:>9.0f} {timing.wall / args.updates:>9.4f} "
+                              f"{total / timing.wall / 1e9:>8.1f} {100 * share(total, timing):>5.1f}% "
+                              f"{timing.matmul / 1e9:>19.0f} {mib(timing.memory):>15}", flush=True)
+                        continue
                     print(f"{threads:>7} {path:<10} {count / timing.wall:>9.0f} {count / timing.cpu:>12.0f} "
                           f"{timing.wall / args.updates:>9.3f} {total / timing.wall / 1e9:>8.1f} "
                           f"{100 * share(total, timing):>11.0f}% {100 * share(total, timing, cpu=True):>10.0f}% "
                           f"{timing.matmul / 1e9:>14.0f}", flush=True)
                 fast, reference = results["fast"][1], results["reference"][1]
+                if gpu:
+                    print(f"{'cuda':>7} fast/reference: {reference.wall / fast.wall:.2f}x by the wall clock")
+                    continue
                 print(f"{threads:>7} fast/reference: {reference.wall / fast.wall:.2f}x by the wall clock, "
                       f"{reference.cpu / fast.cpu:.2f}x by CPU time")
         if args.equal_updates:
-            equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype))
-    print(f"\n{describe()}")
+            equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype), device)
+    print(f"\n{describe()}")  # the load average after the runs
     return 0
+
+
+def with_data(config: TrainConfig, data: Path | None) -> TrainConfig:
+    """``config`` reading its files from ``data`` instead of ``../shared/data`` (unchanged without ``data``)."""
+    if data is None:
+        return config
+
+    def moved(pair: TextPair | None) -> TextPair | None:
+        if pair is None:
+            return None
+        return TextPair(*(str(data / p.removeprefix(SHARED_DATA)) if p.startswith(SHARED_DATA) else p
+                          for p in (pair.source, pair.target)))
+
+    return dataclasses.replace(config, data=dataclasses.replace(config.data, train=moved(config.data.train),
+                                                                valid=moved(config.data.valid)))
 
 
 def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
@@ -104,35 +145,40 @@ def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
     return float(counter.get_total_flops())
 
 
-def time_paths(trainer: Trainer, batches: list[np.ndarray]) -> dict[str, tuple[int, Timing]]:
+def time_paths(trainer: Trainer, batches: list[np.ndarray],
+               device: torch.device | None = None) -> dict[str, tuple[int, Timing]]:
     """Target tokens and the total time of each path over ``batches``, the paths taking turns; the matmul
     rate is the highest of those measured before, halfway and after (another job may hold the core
-    during one of them)."""
+    during one of them); on a GPU, the peak memory of each path's updates."""
     tokens = dict.fromkeys(PATHS, 0)
     totals = {path: Timing(0.0, 0.0, 0.0) for path in PATHS}
-    rates = [matmul_rate()]
+    rates = [matmul_rate(device=device)]
     for i, batch in enumerate(batches):
         for path in (PATHS if i % 2 == 0 else PATHS[::-1]):
             with reference_path(trainer.model, path == "reference"):
-                (_, count), timing = timed(functools.partial(trainer._update, batch), rate=False)
+                (_, count), timing = timed(functools.partial(trainer._update, batch), rate=False, device=device)
             tokens[path] += count
             totals[path].wall += timing.wall
             totals[path].cpu += timing.cpu
+            totals[path].memory = max(totals[path].memory, timing.memory)
         if i == len(batches) // 2:
-            rates.append(matmul_rate())
-    rates.append(matmul_rate())
+            rates.append(matmul_rate(device=device))
+    rates.append(matmul_rate(device=device))
     for path in PATHS:
         totals[path].matmul = max(rates)
     return {path: (tokens[path], totals[path]) for path in PATHS}
 
 
-def equal_updates(config: TrainConfig, updates: int, threads: int, dtype: torch.dtype) -> None:
+def equal_updates(config: TrainConfig, updates: int, threads: int, dtype: torch.dtype,
+                  device: torch.device | None = None) -> None:
     """Two runs from the same start, ``updates`` updates each, one per path: their losses and perplexities."""
-    torch.set_num_threads(threads)
+    if not is_gpu(device):
+        torch.set_num_threads(threads)
     losses, perplexities = {}, {}
     for path in PATHS:
         with tempfile.TemporaryDirectory() as out:
-            trainer = Trainer(dataclasses.replace(config, output_dir=out))  # seeds torch: the same weights
+            # seeds torch: the same weights
+            trainer = Trainer(dataclasses.replace(config, output_dir=out), device=device or "cpu")
             if dtype != torch.float32:
                 trainer.model.to(dtype)
                 trainer.optimizer = trainer._make_optimizer()

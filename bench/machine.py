@@ -4,10 +4,19 @@ in the same run at the same thread count, the load average, and timings in wall-
 On a shared machine the wall clock counts the time other jobs hold the cores; the CPU time of this
 process does not (with one thread it is the steadier figure), and ratios of two paths timed side by
 side in one run are steadier than either.
+
+On a GPU (``--device cuda``) every clock is read after ``torch.cuda.synchronize()``, the matmul rate is
+that of 4096 x 4096 products on the device in fp32 as the models run it (torch's default for fp32
+matrix multiplies: no TF32), beside fp32 with TF32 allowed and bf16 (:func:`gpu_rates`), and the peak
+GPU memory (``torch.cuda.max_memory_allocated``) of the timed work is kept. CPU time says little there
+(the host waits for the device), and torch's CPU threads do not matter: one run, no thread loop.
+
+    python bench/machine.py --device cuda      # the device and its matmul rates
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from collections.abc import Callable
@@ -17,18 +26,99 @@ from typing import TypeVar
 import torch
 
 T = TypeVar("T")
+GPU_SIZE = 4096  # the side of the matrices whose product gives a GPU's rate
 
 
-def matmul_rate(size: int = 1024, repeat: int = 10) -> float:
-    """Best fp32 ``torch.mm`` rate of ``size`` x ``size`` matrices with torch's current threads, in FLOP/s."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+def add_device_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--device", default="cpu",
+                        help="cpu, cuda or cuda:N (default: %(default)s); on a GPU the thread options are ignored")
+
+
+def device_of(name: str) -> torch.device:
+    """The device ``name``, checked to exist (a clear exit otherwise); ``cuda`` is made ``cuda:0``."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise SystemExit(f"unknown device {name!r}; expected cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit(f"device {name!r} asked for, but torch sees no CUDA GPU here")
+        device = torch.device("cuda", torch.cuda.current_device() if device.index is None else device.index)
+        torch.cuda.set_device(device)
+    elif device.type != "cpu":
+        raise SystemExit(f"device {name!r}: the benchmarks run on cpu or cuda")
+    return device
+
+
+def is_gpu(device: torch.device | None) -> bool:
+    return device is not None and device.type == "cuda"
+
+
+def sync(device: torch.device | None) -> None:
+    """Wait for the device's queued work (nothing to wait for on the CPU)."""
+    if is_gpu(device):
+        torch.cuda.synchronize(device)
+
+
+def matmul_rate(size: int = 1024, repeat: int = 10, device: torch.device | None = None,
+                dtype: torch.dtype = torch.float32) -> float:
+    """Best fp32 ``torch.mm`` rate of ``size`` x ``size`` matrices with torch's current threads, in FLOP/s.
+
+    On a GPU: of ``GPU_SIZE`` x ``GPU_SIZE`` matrices of ``dtype`` under the current TF32 setting, each
+    timing a run of ``repeat`` products between synchronisations (the best of three)."""
+    if not is_gpu(device):
+        a, b = torch.randn(size, size), torch.randn(size, size)
         torch.mm(a, b)
-        best = min(best, time.perf_counter() - start)
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            torch.mm(a, b)
+            best = min(best, time.perf_counter() - start)
+        return 2 * size ** 3 / best
+    size = GPU_SIZE
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
+    out = torch.mm(a, b)
+    sync(device)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            torch.mm(a, b, out=out)
+        sync(device)
+        best = min(best, (time.perf_counter() - start) / repeat)
     return 2 * size ** 3 / best
+
+
+def tf32_in_use() -> bool:
+    """Whether fp32 matrix multiplies may use TF32 now (torch's default, precision "highest": no)."""
+    return torch.get_float32_matmul_precision() != "highest"
+
+
+def gpu_rates(device: torch.device) -> dict[str, float]:
+    """The device's ``torch.mm`` rates (FLOP/s): fp32 with TF32 off and on, and bf16; the fp32 matmul
+    precision is put back as it was."""
+    before = torch.get_float32_matmul_precision()
+    rates = {}
+    try:
+        for name, precision, dtype in (("fp32", "highest", torch.float32), ("fp32 with TF32", "high", torch.float32),
+                                       ("bf16", before, torch.bfloat16)):
+            torch.set_float32_matmul_precision(precision)
+            rates[name] = matmul_rate(device=device, dtype=dtype)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    return rates
+
+
+def describe_gpu(device: torch.device) -> str:
+    """The GPU, its memory, and its matmul rates measured now; which of them the models' fp32 uses."""
+    properties = torch.cuda.get_device_properties(device)
+    rates = gpu_rates(device)
+    return (f"{device}: {properties.name}, {properties.total_memory / 2 ** 30:.0f} GiB, CUDA {torch.version.cuda}; "
+            f"torch.mm {GPU_SIZE}x{GPU_SIZE}: " + ", ".join(f"{name} {rate / 1e12:.1f} TFLOP/s"
+                                                            for name, rate in rates.items())
+            + f"; the models run fp32 {'with' if tf32_in_use() else 'without'} TF32 "
+              f"(float32 matmul precision {torch.get_float32_matmul_precision()!r}), and the shares below are of the "
+              f"fp32 {'with TF32 ' if tf32_in_use() else ''}rate measured beside each run")
 
 
 @dataclass
@@ -36,17 +126,25 @@ class Timing:
     wall: float  # seconds
     cpu: float  # CPU seconds of this process, every thread
     matmul: float  # the machine's matmul rate (FLOP/s) measured just before
+    memory: int = 0  # peak GPU memory allocated during the work (bytes); 0 on the CPU
 
 
-def timed(work: Callable[[], T], rate: bool = True) -> tuple[T, Timing]:
+def timed(work: Callable[[], T], rate: bool = True, device: torch.device | None = None) -> tuple[T, Timing]:
     """``work()``, its wall and CPU time, and the matmul rate: the higher of those measured just before and
-    just after it (another job may hold the core during one of them); 0 without ``rate``."""
-    matmul = matmul_rate() if rate else 0.0
+    just after it (another job may hold the core during one of them); 0 without ``rate``. On a GPU the
+    clocks are read after synchronising, and the peak memory is that of ``work`` alone."""
+    matmul = matmul_rate(device=device) if rate else 0.0
+    sync(device)
+    if is_gpu(device):
+        torch.cuda.reset_peak_memory_stats(device)
     wall, cpu = time.perf_counter(), time.process_time()
     result = work()
+    sync(device)
     timing = Timing(time.perf_counter() - wall, time.process_time() - cpu, matmul)
+    if is_gpu(device):
+        timing.memory = torch.cuda.max_memory_allocated(device)
     if rate:
-        timing.matmul = max(matmul, matmul_rate())
+        timing.matmul = max(matmul, matmul_rate(device=device))
     return result, timing
 
 
@@ -57,6 +155,29 @@ def share(flops: float, timing: Timing, cpu: bool = False) -> float:
     return flops / seconds / timing.matmul
 
 
-def describe() -> str:
-    return (f"{os.cpu_count()} CPUs, torch {torch.__version__}, load average "
+def describe(device: torch.device | None = None) -> str:
+    text = (f"{os.cpu_count()} CPUs, torch {torch.__version__}, load average "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    if is_gpu(device):
+        assert device is not None
+        text += f"\n{describe_gpu(device)}; CPU threads do not matter here: one run, no thread loop"
+    return text
+
+
+def mib(size: float) -> str:
+    return f"{size / 2 ** 20:,.0f} MiB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="This machine's matmul rates.")
+    add_device_argument(parser)
+    device = device_of(parser.parse_args().device)
+    print(describe(device))
+    if not is_gpu(device):
+        for threads in sorted({1, torch.get_num_threads()}):
+            torch.set_num_threads(threads)
+            print(f"fp32 torch.mm 1024x1024, {threads} thread(s): {matmul_rate() / 1e9:.0f} GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()
