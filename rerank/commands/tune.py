@@ -73,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
                         help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
                              "mert-moses.pl's --range); sets mert.feature_bounds")
+    parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
+                        help="PRO and MIRA: optimise on each feature divided by its standard deviation over the "
+                             "hypotheses, the weights mapped back to the raw features (default), or on the raw "
+                             "features as Moses' pro and kbmira (--no-standardize); sets pro.standardize and "
+                             "mira.standardize")
     parser.add_argument("--decoder-flags", metavar="FLAGS", default="",
                         help="extra flags appended to every --decoder command (mert-moses.pl's --decoder-flags), "
                              "e.g. \"-threads 2\"")
@@ -106,6 +111,8 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
             config, **given(optimizer=args.optimizer, seed=args.seed),
             mert=replace(config.mert, **given(restarts=args.restarts, random_directions=args.random_directions),
                          feature_bounds={**config.mert.feature_bounds, **dict(args.range)}),
+            pro=replace(config.pro, **given(standardize=args.standardize)),
+            mira=replace(config.mira, **given(standardize=args.standardize)),
             loop=replace(config.loop, **given(max_iterations=args.iterations, nbest_size=args.nbest_size)),
             bleu=replace(config.bleu, **given(tokenize=args.tokenize, lowercase=args.lowercase)))
     except ValueError as e:

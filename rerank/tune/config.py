@@ -1,4 +1,5 @@
-"""Settings of ``rerank tune``: the optimisers, BLEU, and the decoder loop. Defaults are Moses'.
+"""Settings of ``rerank tune``: the optimisers, BLEU, and the decoder loop. Defaults are Moses', but that
+PRO and MIRA standardise the features (``standardize: false`` gives Moses' ``pro`` and ``kbmira``).
 
 ``configs/tune.yaml`` spells out every default; command-line flags override single values.
 """
@@ -53,6 +54,7 @@ class ProConfig:
     min_diff: float = 0.05  # pairs closer than this in sentence BLEU are not kept (α)
     l2: float = 1.0        # Gaussian prior precision of the logistic regression (MegaM's default λ)
     max_iterations: int = 100  # Newton steps (each converges far more than one of MegaM's)
+    standardize: bool = True   # divide each feature by its standard deviation for the regression (False: Moses')
 
     def __post_init__(self) -> None:
         if self.samples < 1 or self.keep < 1:
@@ -66,6 +68,7 @@ class MiraConfig:
     c: float = 0.01        # step-size cap C
     decay: float = 0.999   # decay of the background BLEU statistics
     epochs: int = 60       # passes over the sentences (J); the averaged weights of the best epoch win
+    standardize: bool = True  # run on each feature divided by its standard deviation (False: Moses')
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.c <= 0 or not 0 < self.decay <= 1:

@@ -7,19 +7,25 @@ the model does not prefer the hope by at least their BLEU difference, the weight
 the hope by the smallest step that would fix it, capped at C. The background then decays and
 takes in the hope's statistics. After each epoch the averaged weights (over all updates so far)
 are scored on the tuning set; the best epoch's weights win, L1-normalised.
+
+With ``standardize`` (the default) MIRA runs on the features divided by their standard deviations
+over the tuning set's hypotheses, starting from the same scores (each starting weight times its
+feature's deviation), so that its capped steps move every feature's weight on one scale; the
+weights are mapped back to the raw features (see :mod:`rerank.tune.standardize`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from rerank.tune.config import MiraConfig
 from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised
+from rerank.tune.standardize import feature_scales, standardised
 from rerank.tune.stats import CORRECT, HYP_LEN, MAX_ORDER, NUM_STATS, REF_LEN, TOTAL, log_bleu
 
 
@@ -51,6 +57,16 @@ def background_bleu(stats: np.ndarray, background: np.ndarray) -> np.ndarray:
 def mira(data: TuningData, initial: np.ndarray, config: MiraConfig, rng: np.random.Generator,
          report: Callable[[int, float], None] | None = None) -> MiraResult:
     """Tune weights on ``data`` starting from ``initial`` (D,); ``report(epoch, bleu)`` after each epoch."""
+    if not config.standardize:
+        return _mira(data, np.asarray(initial, dtype=np.float64), config, rng, report)
+    scales = feature_scales(data)
+    result = _mira(standardised(data, scales), np.asarray(initial, dtype=np.float64) * scales, config, rng, report)
+    return replace(result, weights=l1_normalised(result.weights / scales))
+
+
+def _mira(data: TuningData, initial: np.ndarray, config: MiraConfig, rng: np.random.Generator,
+          report: Callable[[int, float], None] | None) -> MiraResult:
+    """The algorithm on ``data`` as given."""
     features = [data.features[s, :n] for s, n in enumerate(data.counts)]                     # (n_s, D) each
     stats = [data.stats[s, :n].astype(np.float64) for s, n in enumerate(data.counts)]       # (n_s, NS) each
     weights = np.asarray(initial, dtype=np.float64).copy()

@@ -6,6 +6,10 @@ largest difference are kept (Ξ = 50). Each kept pair gives two training example
 difference labelled by which hypothesis is better, and its negation with the other label. A
 logistic regression without bias on them (a Gaussian prior of precision ``l2``; Newton's
 method) gives the weights, L1-normalised.
+
+With ``standardize`` (the default) each feature is divided by its standard deviation over the
+tuning set's hypotheses before the regression, so that the prior treats every feature alike, and
+the weights are mapped back to the raw features (see :mod:`rerank.tune.standardize`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 from rerank.tune.config import ProConfig
 from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised
+from rerank.tune.standardize import feature_scales
 from rerank.tune.stats import sentence_bleu_plus_one
 
 CHUNK = 64  # sentences sampled at once: (CHUNK, samples) arrays
@@ -31,9 +36,14 @@ class ProResult:
 
 def pro(data: TuningData, config: ProConfig, rng: np.random.Generator) -> ProResult:
     differences, better = sample_pairs(data, config, rng)
+    scales = feature_scales(data) if config.standardize else None     # (D,)
+    if scales is not None:
+        differences = differences / scales
     features = np.vstack([differences, -differences])                # (2P, D)
     labels = np.concatenate([better, ~better]).astype(np.float64)   # (2P,)
     weights, iterations = logistic_regression(features, labels, config.l2, config.max_iterations)
+    if scales is not None:
+        weights = weights / scales  # w'·(x/s) = (w'/s)·x: the same scores for the raw features
     return ProResult(l1_normalised(weights), len(differences), iterations)
 
 
