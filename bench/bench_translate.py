@@ -17,6 +17,12 @@ and the text read before the clock starts; each figure is one timed pass after a
 
     python bench/bench_translate.py --model runs/rnnsearch-small
     python bench/bench_translate.py                  # random weights with the small config's sizes
+    python bench/bench_translate.py --model runs/rnnsearch-small --device cuda
+
+With ``--device cuda`` the model and the searches run on the GPU, the clocks are read after
+synchronising, the share is of the GPU's fp32 rate (no TF32, torch's default; the TF32 and bf16
+rates are printed once), the peak GPU memory of the fast and the reference search replaces the
+per-CPU-second columns, and ``--threads`` is ignored.
 
 A random model rarely ends a hypothesis, so its outputs run to the length limit: the figures of
 a trained model are the ones to quote. The timings are wall-clock, on whatever else the machine
@@ -32,7 +38,7 @@ import time
 from pathlib import Path
 
 import torch
-from machine import Timing, describe, share, timed
+from machine import Timing, add_device_argument, describe, device_of, is_gpu, mib, share, sync, timed
 from torch.utils.flop_counter import FlopCounterMode
 
 from rerank.config import from_dict, load_yaml
@@ -47,16 +53,18 @@ from rerank.search.translate import translate
 from rerank.training.data import read_parallel
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared" / "data" / "multi30k" / "tok"
-SOURCE = SHARED / "test_2016_flickr.lc.norm.tok.en"
+DATA = REPO.parent / "shared" / "data"
+TOK = Path("multi30k") / "tok"
+SOURCE = TOK / "test_2016_flickr.lc.norm.tok.en"
 SMALL_CONFIG = REPO / "configs" / "rnnsearch-small.yaml"
 
 
-def random_small_model() -> tuple[Seq2Seq, Vocabulary]:
+def random_small_model(data_dir: Path = DATA) -> tuple[Seq2Seq, Vocabulary]:
     """The small config's architecture with random weights, and its vocabularies built from the training data."""
     data = load_yaml(SMALL_CONFIG)
     config = from_dict(ModelConfig, data["model"], str(SMALL_CONFIG), prefix="model")
-    corpus = read_parallel(SHARED / "train.lc.norm.tok.en", SHARED / "train.lc.norm.tok.fr")
+    tok = data_dir / TOK
+    corpus = read_parallel(tok / "train.lc.norm.tok.en", tok / "train.lc.norm.tok.fr")
     src_vocab = Vocabulary.build(corpus.sources, data["data"]["src_vocab_size"])
     trg_vocab = Vocabulary.build(corpus.targets, data["data"]["trg_vocab_size"])
     torch.manual_seed(1234)
@@ -64,28 +72,31 @@ def random_small_model() -> tuple[Seq2Seq, Vocabulary]:
 
 
 def one_at_a_time(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]],
-                  config: SearchConfig) -> list[list[Hypothesis]]:
+                  config: SearchConfig, device: torch.device | None = None) -> list[list[Hypothesis]]:
     results = []
     for ids in to_ids(sentences, src_vocab):
         src, src_len = pad([ids])
-        results += beam_search(model, src, src_len, config)
+        results += beam_search(model, src if device is None else src.to(device), src_len, config)
     return results
 
 
 def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float:
     """How much faster per row the model's largest linear layer multiplies ``batched_rows`` rows than
-    ``single_rows``."""
+    ``single_rows`` (on the model's device)."""
     layer = max((m for m in model.modules() if isinstance(m, torch.nn.Linear)), key=lambda m: m.weight.numel())
     weight = layer.weight.detach().t().contiguous()
+    device = weight.device
 
     def seconds_per_row(rows: int) -> float:
-        x = torch.randn(rows, weight.shape[0])
+        x = torch.randn(rows, weight.shape[0], device=device)
         repeats = max(5, 20000 // rows)
         for _ in range(3):
             x @ weight
+        sync(device)
         start = time.perf_counter()
         for _ in range(repeats):
             x @ weight
+        sync(device)
         return (time.perf_counter() - start) / (repeats * rows)
 
     return seconds_per_row(single_rows) / seconds_per_row(batched_rows)
@@ -94,7 +105,8 @@ def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", help="model directory (default: random weights, small config)")
-    parser.add_argument("--source", default=str(SOURCE), help="tokenised source text")
+    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder (default: %(default)s)")
+    parser.add_argument("--source", help=f"tokenised source text (default: DATA/{SOURCE})")
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5, 10])
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--sentences", type=int, help="only the first N sentences")
@@ -103,31 +115,44 @@ def main() -> None:
     parser.add_argument("--length-penalty", default="none", choices=["none", "average", "wu"])
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
+    add_device_argument(parser)
     args = parser.parse_args()
+    device = device_of(args.device)
+    gpu = is_gpu(device)
+    on = device if gpu else None  # where the searches' tensors go: the CPU's calls stay as they were
+    if args.source is None:
+        args.source = str(args.data / SOURCE)
 
-    if args.threads:
+    if args.threads and not gpu:
         torch.set_num_threads(args.threads)
     if args.model:
-        loaded = load_model(args.model)
+        loaded = load_model(args.model, device)
         model, src_vocab, name = loaded.model, loaded.src_vocab, args.model
     else:
-        model, src_vocab = random_small_model()
+        model, src_vocab = random_small_model(args.data)
+        model.to(device)
         name = f"random weights, {SMALL_CONFIG.name}"
     with open(args.source, encoding="utf-8") as f:
         sentences = [line.split() for line in f][: args.sentences]
     single = sentences[: args.single_sentences]
     print(f"model: {name} ({model.config.architecture}, hidden {model.config.hidden_size}, "
           f"target vocabulary {model.trg_vocab_size})")
+    threads = f"on {device}, CPU threads ignored" if gpu else f"{torch.get_num_threads()} threads"
     print(f"source: {args.source}: {len(sentences)} sentences, mean {statistics.mean(map(len, sentences)):.1f} "
           f"words; batches of {args.batch_size}; one at a time on {len(single)}; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; length penalty {args.length_penalty}")
-    print(f"{describe()}\n{'beam':>4}  {'fast sent/s':>11} {'per CPU-s':>9}  {'reference':>9} {'per CPU-s':>9}  "
-          f"{'fast/ref (CPU)':>14}  {'share':>5} {'share (CPU)':>11}  {'one at a time':>13}  {'batching':>8}  "
-          f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
+          f"{threads}; length penalty {args.length_penalty}")
+    if gpu:
+        print(f"{describe(device)}\n{'beam':>4}  {'fast sent/s':>11}  {'reference':>9}  {'fast/ref':>8}  "
+              f"{'share':>5}  {'peak GPU memory, fast / ref':>27}  {'one at a time':>13}  {'batching':>8}  "
+              f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
+    else:
+        print(f"{describe()}\n{'beam':>4}  {'fast sent/s':>11} {'per CPU-s':>9}  {'reference':>9} {'per CPU-s':>9}  "
+              f"{'fast/ref (CPU)':>14}  {'share':>5} {'share (CPU)':>11}  {'one at a time':>13}  {'batching':>8}  "
+              f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
-        list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size))  # warm-up
-        work = functools.partial(translate_all, model, src_vocab, sentences, config, args.batch_size)
+        list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size, device))  # warm-up
+        work = functools.partial(translate_all, model, src_vocab, sentences, config, args.batch_size, device)
         with FlopCounterMode(display=False) as counter:
             work()
         flops = counter.get_total_flops()
@@ -136,10 +161,11 @@ def main() -> None:
         for _ in range(args.repeat):
             for path in runs:
                 with reference_path(model, path == "reference"):
-                    outputs[path], timing = timed(work)
+                    outputs[path], timing = timed(work, device=on)
                 runs[path].append(timing)
         fast, reference = (min(runs[path], key=lambda t: t.wall) for path in ("fast", "reference"))
-        alone, single_timing = timed(functools.partial(one_at_a_time, model, src_vocab, single, config), rate=False)
+        alone, single_timing = timed(functools.partial(one_at_a_time, model, src_vocab, single, config, on),
+                                     rate=False, device=on)
         batched = outputs["fast"]
         same = sum(a[0].tokens == b[0].tokens == c[0].tokens
                    for a, b, c in zip(batched, outputs["reference"], alone, strict=False))
@@ -147,19 +173,27 @@ def main() -> None:
         length = statistics.mean(len(h[0].tokens) for h in batched)
         ceiling = matmul_ceiling(model, args.batch_size * beam, beam)
         rate = len(sentences) / fast.wall
-        print(f"{beam:>4}  {rate:>11.1f} {len(sentences) / fast.cpu:>9.1f}  {len(sentences) / reference.wall:>9.1f} "
-              f"{len(sentences) / reference.cpu:>9.1f}  {reference.cpu / fast.cpu:>13.2f}x  "
-              f"{100 * share(flops, fast):>4.0f}% {100 * share(flops, fast, cpu=True):>10.0f}%  "
-              f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
-              f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
+        if gpu:
+            print(f"{beam:>4}  {rate:>11.1f}  {len(sentences) / reference.wall:>9.1f}  "
+                  f"{reference.wall / fast.wall:>7.2f}x  {100 * share(flops, fast):>4.1f}%  "
+                  f"{mib(fast.memory) + ' / ' + mib(reference.memory):>27}  "
+                  f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
+                  f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
+        else:
+            print(f"{beam:>4}  {rate:>11.1f} {len(sentences) / fast.cpu:>9.1f}  "
+                  f"{len(sentences) / reference.wall:>9.1f} "
+                  f"{len(sentences) / reference.cpu:>9.1f}  {reference.cpu / fast.cpu:>13.2f}x  "
+                  f"{100 * share(flops, fast):>4.0f}% {100 * share(flops, fast, cpu=True):>10.0f}%  "
+                  f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
+                  f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
         print(f"      {flops / len(sentences) / 1e6:.0f} MFLOP per sentence; matmul rate "
               f"{fast.matmul / 1e9:.0f} GFLOP/s; fast and reference give the same best translation for "
               f"{same_all}/{len(sentences)} sentences")
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,
-                  batch_size: int) -> list[list[Hypothesis]]:
-    return list(translate(model, src_vocab, sentences, config, batch_size))
+                  batch_size: int, device: torch.device) -> list[list[Hypothesis]]:
+    return list(translate(model, src_vocab, sentences, config, batch_size, device))
 
 
 if __name__ == "__main__":
