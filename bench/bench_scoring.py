@@ -22,12 +22,20 @@ training data (throughput does not depend on the weights), it prints:
 With ``--full-table`` it also runs ``rerank score-table`` on the whole table (1,219,049 lines) in a
 process of its own, reports its time and peak memory, and checks that every input line is in the
 output, byte-identical but for the added value. The machine is shared: each run is repeated
-(``--repeat``) and the load average is printed.
+(``--repeat``) and the load average is printed. ``--workloads`` with no kind and ``--naive 0`` leave
+only the whole table.
+
+With ``--device cuda`` the model is on the GPU (and ``score-table --device cuda`` scores the whole
+table), the clocks are read after synchronising, the share is of the GPU's fp32 ``torch.mm`` rate on
+4096 x 4096 matrices (no TF32, torch's default for fp32; the TF32 and bf16 rates are printed once),
+the peak GPU memory of each run replaces the per-CPU-second figures, and the thread counts are
+ignored (one run).
 
     python bench/bench_scoring.py
     python bench/bench_scoring.py --threads 1 2 --repeat 3
     python bench/bench_scoring.py --configs encdec-small --model runs/encdec-small --full-table
     python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 1
+    python bench/bench_scoring.py --device cuda --configs rnnsearch-small --workloads --naive 0 --full-table
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from machine import add_device_argument, describe_gpu, device_of, is_gpu, matmul_rate, mib, sync
 from torch.utils.flop_counter import FlopCounterMode
 
 from rerank.formats.files import read_text
@@ -65,6 +74,7 @@ from rerank.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
 SEPARATOR = b"|||"
+SHARED_DATA = "../shared/data/"  # how the configs name the shared data folder
 
 
 @dataclass
@@ -80,12 +90,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--configs", nargs="+", default=["encdec-small", "rnnsearch-small"], help="configs/*.yaml")
     parser.add_argument("--model", type=Path, help="a trained model directory (one config only)")
     parser.add_argument("--pairs", type=int, default=50_000, help="phrase-table lines timed (0: all)")
-    parser.add_argument("--naive", type=int, default=300, help="pairs in the naive loop's sample")
+    parser.add_argument("--naive", type=int, default=300, help="pairs in the naive loop's sample (0: none)")
     parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
-    parser.add_argument("--workloads", nargs="+", choices=["table", "nbest"], default=["table", "nbest"])
+    parser.add_argument("--workloads", nargs="*", choices=["table", "nbest"], default=["table", "nbest"])
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    device = device_of(args.device)
+    gpu = is_gpu(device)
+    on = device if gpu else None  # where the timed work runs, for synchronising
+    thread_counts = [0] if gpu else args.threads  # one run on a GPU
     if args.model and len(args.configs) != 1:
         parser.error("--model goes with one config")
     table = args.data / "moses-multi30k" / "model" / "phrase-table.gz"
@@ -94,8 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                  for kind in args.workloads]
     print(f"{os.cpu_count()} CPUs, torch {torch.__version__}, threads {args.threads}, "
           f"load average {os.getloadavg()[0]:.1f}")
+    if gpu:
+        print(f"{describe_gpu(device)}; CPU threads do not matter here: one run, no thread loop")
     for name in args.configs:
-        scorer = make_scorer(name, args.model)
+        scorer = make_scorer(name, args.model, device, args.data)
         reference = Scorer(scorer.model, scorer.src_vocab, scorer.trg_vocab, ScoringConfig(share_prefixes=False))
         print(f"\n== {name}: {scorer.model.config.architecture}, vocabularies {len(scorer.src_vocab)} / "
               f"{len(scorer.trg_vocab)}, {'weights of ' + str(args.model) if args.model else 'random weights'}")
@@ -108,51 +125,67 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{workload.name}: {len(workload.pairs):,} {workload.unit}; MFLOP per {workload.unit[:-1]}: "
                   f"{flops['fast'] / len(workload.pairs) / 1e6:.1f} fast, "
                   f"{flops['reference'] / len(workload.pairs) / 1e6:.1f} reference")
-            for threads in args.threads:
-                torch.set_num_threads(threads)
+            for threads in thread_counts:
+                where = f"on {device}" if gpu else f"{threads} thread(s)"
+                if not gpu:
+                    torch.set_num_threads(threads)
                 runs: dict[str, list[tuple[float, float, float]]] = {"fast": [], "reference": []}
+                memory = dict.fromkeys(runs, 0)
                 scores = {}
                 for _ in range(args.repeat):
                     for path, work in (("fast", scorer), ("reference", reference)):
                         with reference_path(scorer.model, path == "reference"):
-                            scores[path], timing = timed(functools.partial(score_all, work, workload.pairs))
+                            scores[path], timing, peak = timed(functools.partial(score_all, work, workload.pairs), on)
                         runs[path].append(timing)
+                        memory[path] = max(memory[path], peak)
                 for path in ("fast", "reference"):
-                    report(f"  {path}, {threads} thread(s)", workload.unit, len(workload.pairs), flops[path],
-                           runs[path])
+                    report(f"  {path}, {where}", workload.unit, len(workload.pairs), flops[path],
+                           runs[path], memory[path] if gpu else None)
                 ratio = [r[1] / f[1] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
                 ratio_cpu = [r[2] / f[2] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
                 difference = np.abs(np.array(scores["fast"]) - np.array(scores["reference"])).max()
-                print(f"  fast/reference, {threads} thread(s): {statistics.median(ratio):.2f}x by the wall clock, "
-                      f"{statistics.median(ratio_cpu):.2f}x by CPU time; largest |difference of ln p| {difference:.1e}",
-                      flush=True)
-        sample = table_sample(table_pairs(table, args.pairs), args.naive)
-        for threads in args.threads:
-            torch.set_num_threads(threads)
+                by_cpu = "" if gpu else f"{statistics.median(ratio_cpu):.2f}x by CPU time; "
+                print(f"  fast/reference, {where}: {statistics.median(ratio):.2f}x by the wall clock, "
+                      f"{by_cpu}largest |difference of ln p| {difference:.1e}", flush=True)
+        sample = table_sample(table_pairs(table, args.pairs), args.naive) if args.naive else []
+        for threads in thread_counts if sample else []:
+            where = f"on {device}" if gpu else f"{threads} thread(s)"
+            if not gpu:
+                torch.set_num_threads(threads)
             with reference_path(scorer.model):
-                naive = [timed(functools.partial(naive_scores, scorer, sample))[1] for _ in range(args.repeat)]
-            report(f"  naive loop (reference path), {threads} thread(s), {len(sample)} sampled phrase pairs", "pairs",
-                   len(sample), reference_cost.useful_flops(scorer, sample, window=1), naive)
+                naive = [timed(functools.partial(naive_scores, scorer, sample), on) for _ in range(args.repeat)]
+            report(f"  naive loop (reference path), {where}, {len(sample)} sampled phrase pairs", "pairs",
+                   len(sample), reference_cost.useful_flops(scorer, sample, window=1), [t for _, t, _ in naive],
+                   max(m for _, _, m in naive) if gpu else None)
         print(f"  peak resident memory of this process so far: {peak_rss_mib():,.0f} MiB")
         if args.full_table:
-            full_table_run(scorer, table, args.model, args.threads[-1])
+            full_table_run(scorer, table, args.model, args.threads[-1], device)
     print(f"\nload average after the runs: {os.getloadavg()[0]:.1f}")
     return 0
 
 
-def make_scorer(name: str, model_dir: Path | None) -> Scorer:
+def make_scorer(name: str, model_dir: Path | None, device: torch.device | None = None,
+                shared: Path | None = None) -> Scorer:
     """The trained model in ``model_dir``, or the config's architecture with random weights and the
-    vocabulary sizes the config gives on its real training data."""
+    vocabulary sizes the config gives on its real training data (read from ``shared`` in place of the
+    config's ``../shared/data``), on ``device``."""
+    device = device or torch.device("cpu")
     if model_dir is not None:
-        return Scorer.from_loaded(load_model(model_dir))
+        return Scorer.from_loaded(load_model(model_dir, device))
     config = load_train_config(REPO / "configs" / f"{name}.yaml")
     data = config.data
-    sources = (line.split() for line in read_text(REPO / data.train.source))
-    targets = (line.split() for line in read_text(REPO / data.train.target))
+
+    def path(name: str) -> Path:
+        if shared is not None and name.startswith(SHARED_DATA):
+            return shared / name.removeprefix(SHARED_DATA)
+        return REPO / name
+
+    sources = (line.split() for line in read_text(path(data.train.source)))
+    targets = (line.split() for line in read_text(path(data.train.target)))
     src_vocab = Vocabulary.build(sources, data.src_vocab_size)
     trg_vocab = Vocabulary.build(targets, data.trg_vocab_size)
     torch.manual_seed(0)
-    return Scorer(build_model(config.model, len(src_vocab), len(trg_vocab)), src_vocab, trg_vocab)
+    return Scorer(build_model(config.model, len(src_vocab), len(trg_vocab)).to(device), src_vocab, trg_vocab)
 
 
 def table_pairs(path: Path, lines: int) -> list[Pair]:
@@ -171,55 +204,52 @@ def table_sample(pairs: list[Pair], size: int) -> list[Pair]:
     return pairs[:: max(1, len(pairs) // size)][:size]
 
 
-def timed(work: Callable[[], list[float]]) -> tuple[list[float], tuple[float, float, float]]:
+def timed(work: Callable[[], list[float]],
+          device: torch.device | None = None) -> tuple[list[float], tuple[float, float, float], int]:
     """What ``work`` returns; the fp32 matmul rate (FLOP/s), the higher of those measured just before and just
-    after (another job may hold the core during one of them), the seconds and the CPU seconds it takes."""
-    rate = matmul_rate()
+    after (another job may hold the core during one of them), the seconds and the CPU seconds it takes; and on
+    a GPU (``device``) the peak GPU memory of ``work`` (0 on the CPU), the clocks read after synchronising."""
+    rate = matmul_rate(device=device)
+    sync(device)
+    if is_gpu(device):
+        torch.cuda.reset_peak_memory_stats(device)
     start, cpu = time.perf_counter(), time.process_time()
     result = work()
+    sync(device)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return result, (max(rate, matmul_rate()), seconds, cpu)
+    peak = torch.cuda.max_memory_allocated(device) if is_gpu(device) else 0
+    return result, (max(rate, matmul_rate(device=device)), seconds, cpu), peak
 
 
-def matmul_rate(size: int = 1024, repeat: int = 10) -> float:
-    """Best fp32 ``torch.mm`` rate of ``size`` x ``size`` matrices, in FLOP/s."""
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    torch.mm(a, b)
-    best = min(timed_once(lambda: torch.mm(a, b)) for _ in range(repeat))
-    return 2 * size ** 3 / best
-
-
-def timed_once(work: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    work()
-    return time.perf_counter() - start
-
-
-def report(label: str, unit: str, count: int, flops: float, runs: list[tuple[float, float, float]]) -> None:
+def report(label: str, unit: str, count: int, flops: float, runs: list[tuple[float, float, float]],
+           gpu_memory: int | None = None) -> None:
     """Median and best of the runs: items/s, achieved GFLOP/s, and its share of the matmul rate of that run,
     by the wall clock; and items per CPU second with the share the CPU time gives (the time the job had
-    the cores, spread over torch's threads)."""
+    the cores, spread over torch's threads), or on a GPU the peak GPU memory (``gpu_memory``) instead."""
     threads = torch.get_num_threads()
     rates = [count / seconds for _, seconds, _ in runs]
     shares = [flops / seconds / mm for mm, seconds, _ in runs]
     cpu_rates = [count / cpu for _, _, cpu in runs]
     cpu_shares = [flops / (cpu / threads) / mm for mm, _, cpu in runs]
     best = int(np.argmax(rates))
+    digits = 0 if gpu_memory is None else 1  # a GPU's shares are small
+    rest = (f"per CPU second {statistics.median(cpu_rates):,.0f} {unit}, share "
+            f"{100 * statistics.median(cpu_shares):.0f}%" if gpu_memory is None else
+            f"peak GPU memory {mib(gpu_memory)}")
     print(f"{label}: {unit}/s median {statistics.median(rates):,.0f}, best {rates[best]:,.0f}; "
-          f"{flops / runs[best][1] / 1e9:.1f} GFLOP/s at best = {100 * shares[best]:.0f}% of the matmul rate "
-          f"({runs[best][0] / 1e9:.0f} GFLOP/s; median share {100 * statistics.median(shares):.0f}%, "
-          f"matmul rates {', '.join(f'{mm / 1e9:.0f}' for mm, _, _ in runs)}); per CPU second "
-          f"{statistics.median(cpu_rates):,.0f} {unit}, share {100 * statistics.median(cpu_shares):.0f}%")
+          f"{flops / runs[best][1] / 1e9:.1f} GFLOP/s at best = {100 * shares[best]:.{digits}f}% of the matmul rate "
+          f"({runs[best][0] / 1e9:.0f} GFLOP/s; median share {100 * statistics.median(shares):.{digits}f}%, "
+          f"matmul rates {', '.join(f'{mm / 1e9:.0f}' for mm, _, _ in runs)}); {rest}")
 
 
 def naive_scores(scorer: Scorer, pairs: list[Pair]) -> list[float]:
     """One pair at a time: encode its source, force-decode its target."""
-    model, scores = scorer.model, []
+    model, scores, device = scorer.model, [], scorer.device
     with torch.inference_mode():
         for source, target in pairs:
             src, src_len = pad(to_ids([source], scorer.src_vocab))
             trg, _ = pad(to_ids([target], scorer.trg_vocab))
-            scores.append(float(model.score(model.encode(src, src_len), trg)))
+            scores.append(float(model.score(model.encode(src.to(device), src_len.to(device)), trg.to(device))))
     return scores
 
 
@@ -281,16 +311,21 @@ class FlopModel:
         return total
 
 
+def on_model(model: Seq2Seq, *tensors: torch.Tensor) -> list[torch.Tensor]:
+    device = next(model.parameters()).device
+    return [t.to(device) for t in tensors]
+
+
 def encoder_flops(model: Seq2Seq, length: int) -> int:
-    src, src_len = pad([[4] * (length - 1) + [EOS_ID]])
+    src, src_len = on_model(model, *pad([[4] * (length - 1) + [EOS_ID]]))
     with torch.inference_mode(), FlopCounterMode(display=False) as counter:
         model.encode(src, src_len)
     return counter.get_total_flops()
 
 
 def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
-    src, src_len = pad([[4] * (source - 1) + [EOS_ID]])
-    trg, _ = pad([[4] * (target - 1) + [EOS_ID]])
+    src, src_len = on_model(model, *pad([[4] * (source - 1) + [EOS_ID]]))
+    trg, = on_model(model, pad([[4] * (target - 1) + [EOS_ID]])[0])
     with torch.inference_mode():
         state = model.encode(src, src_len)
         with FlopCounterMode(display=False) as counter:
@@ -300,11 +335,11 @@ def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
 
 def step_flops(model: Seq2Seq, source: int) -> int:
     """One decoding step of one row whose source has ``source`` positions: features and output layer."""
-    src, src_len = pad([[4] * (source - 1) + [EOS_ID]])
+    src, src_len = on_model(model, *pad([[4] * (source - 1) + [EOS_ID]]))
     with torch.inference_mode():
         state = model.encode(src, src_len)
         with FlopCounterMode(display=False) as counter:
-            model.step(torch.tensor([4]), state)
+            model.step(torch.tensor([4], device=src.device), state)
     return counter.get_total_flops()
 
 
@@ -312,14 +347,23 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def full_table_run(scorer: Scorer, table: Path, model_dir: Path | None, threads: int) -> None:
-    """``rerank score-table`` on the whole table in a process of its own; then a line-by-line check."""
+def full_table_run(scorer: Scorer, table: Path, model_dir: Path | None, threads: int,
+                   device: torch.device | None = None) -> None:
+    """``rerank score-table`` on the whole table in a process of its own (on ``device``, a GPU, with
+    ``--device``; its peak GPU memory written by the process at its end); then a line-by-line check."""
+    gpu = is_gpu(device)
     with tempfile.TemporaryDirectory() as directory:
         if model_dir is None:
             model_dir = save_model(Path(directory) / "model", scorer.model, scorer.src_vocab, scorer.trg_vocab)
         out = Path(directory) / "scored.gz"
-        command = [sys.executable, "-m", "rerank", "-q", "score-table", str(table), "-o", str(out),
-                   "--model", str(model_dir), "--threads", str(threads)]
+        arguments = ["-q", "score-table", str(table), "-o", str(out), "--model", str(model_dir)]
+        peak_file = Path(directory) / "gpu-memory"
+        if gpu:
+            child = ("import sys, torch; from rerank.cli import main; status = main(sys.argv[2:]); "
+                     "open(sys.argv[1], 'w').write(str(torch.cuda.max_memory_allocated())); sys.exit(status)")
+            command = [sys.executable, "-c", child, str(peak_file), *arguments, "--device", str(device)]
+        else:
+            command = [sys.executable, "-m", "rerank", *arguments, "--threads", str(threads)]
         start = time.perf_counter()
         process = subprocess.Popen(command, cwd=REPO)
         _, status, usage = os.wait4(process.pid, 0)
@@ -327,10 +371,13 @@ def full_table_run(scorer: Scorer, table: Path, model_dir: Path | None, threads:
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"score-table failed: {' '.join(command)}")
         lines = check_appended(table, out)
-        print(f"  rerank score-table, whole table, {threads} thread(s): {lines:,} lines in {wall:.0f} s "
+        where = f"--device {device}" if gpu else f"{threads} thread(s)"
+        memory = f"peak GPU memory {mib(int(peak_file.read_text()))}, " if gpu else ""
+        print(f"  rerank score-table, whole table, {where}: {lines:,} lines in {wall:.0f} s "
               f"({lines / wall:,.0f} pairs/s, start-up and gzip included), "
-              f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, "
-              f"peak resident memory {usage.ru_maxrss / 1024:,.0f} MiB; every line identical but for the added value")
+              f"CPU {usage.ru_utime + usage.ru_stime:.0f} s, {memory}"
+              f"peak resident memory {usage.ru_maxrss / 1024:,.0f} MiB; every line identical but for the added value",
+              flush=True)
 
 
 def check_appended(table: Path, out: Path) -> int:
