@@ -57,8 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import add_device_argument, describe_gpu, device_of, is_gpu, matmul_rate, mib, sync
-from torch.utils.flop_counter import FlopCounterMode
+from machine import add_device_argument, describe_gpu, device_of, flop_counter, is_gpu, matmul_rate, mib, sync
 
 from rerank.formats.files import read_text
 from rerank.formats.nbest import read_nbest
@@ -318,7 +317,7 @@ def on_model(model: Seq2Seq, *tensors: torch.Tensor) -> list[torch.Tensor]:
 
 def encoder_flops(model: Seq2Seq, length: int) -> int:
     src, src_len = on_model(model, *pad([[4] * (length - 1) + [EOS_ID]]))
-    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+    with torch.inference_mode(), flop_counter() as counter:
         model.encode(src, src_len)
     return counter.get_total_flops()
 
@@ -328,7 +327,7 @@ def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
     trg, = on_model(model, pad([[4] * (target - 1) + [EOS_ID]])[0])
     with torch.inference_mode():
         state = model.encode(src, src_len)
-        with FlopCounterMode(display=False) as counter:
+        with flop_counter() as counter:
             model.score(state, trg)  # the fast path, or the reference one (teacher_forced and token_log_probs)
     return counter.get_total_flops()
 
@@ -338,7 +337,7 @@ def step_flops(model: Seq2Seq, source: int) -> int:
     src, src_len = on_model(model, *pad([[4] * (source - 1) + [EOS_ID]]))
     with torch.inference_mode():
         state = model.encode(src, src_len)
-        with FlopCounterMode(display=False) as counter:
+        with flop_counter() as counter:
             model.step(torch.tensor([4], device=src.device), state)
     return counter.get_total_flops()
 

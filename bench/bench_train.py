@@ -38,8 +38,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import Timing, add_device_argument, describe, device_of, is_gpu, matmul_rate, mib, share, timed
-from torch.utils.flop_counter import FlopCounterMode
+from machine import (
+    Timing,
+    add_device_argument,
+    describe,
+    device_of,
+    flop_counter,
+    is_gpu,
+    matmul_rate,
+    mib,
+    share,
+    timed,
+)
 
 from rerank.models.seq2seq import reference_path
 from rerank.training.config import TextPair, TrainConfig, load_train_config
@@ -138,7 +148,7 @@ def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
     """Matrix-multiply FLOPs of one update on ``batch`` (the weights are put back afterwards)."""
     weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     optimizer = trainer.optimizer.state_dict()
-    with reference_path(trainer.model, path == "reference"), FlopCounterMode(display=False) as counter:
+    with reference_path(trainer.model, path == "reference"), flop_counter() as counter:
         trainer._update(batch)
     trainer.model.load_state_dict(weights)
     trainer.optimizer.load_state_dict(optimizer)

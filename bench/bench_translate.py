@@ -38,8 +38,7 @@ import time
 from pathlib import Path
 
 import torch
-from machine import Timing, add_device_argument, describe, device_of, is_gpu, mib, share, sync, timed
-from torch.utils.flop_counter import FlopCounterMode
+from machine import Timing, add_device_argument, describe, device_of, flop_counter, is_gpu, mib, share, sync, timed
 
 from rerank.config import from_dict, load_yaml
 from rerank.models.architectures import build_model
@@ -153,7 +152,7 @@ def main() -> None:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
         list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size, device))  # warm-up
         work = functools.partial(translate_all, model, src_vocab, sentences, config, args.batch_size, device)
-        with FlopCounterMode(display=False) as counter:
+        with flop_counter() as counter:
             work()
         flops = counter.get_total_flops()
         runs: dict[str, list[Timing]] = {"fast": [], "reference": []}

@@ -17,13 +17,15 @@ GPU memory (``torch.cuda.max_memory_allocated``) of the timed work is kept. CPU 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 T = TypeVar("T")
 GPU_SIZE = 4096  # the side of the matrices whose product gives a GPU's rate
@@ -119,6 +121,20 @@ def describe_gpu(device: torch.device) -> str:
             + f"; the models run fp32 {'with' if tf32_in_use() else 'without'} TF32 "
               f"(float32 matmul precision {torch.get_float32_matmul_precision()!r}), and the shares below are of the "
               f"fp32 {'with TF32 ' if tf32_in_use() else ''}rate measured beside each run")
+
+
+@contextlib.contextmanager
+def flop_counter() -> Iterator[FlopCounterMode]:
+    """``FlopCounterMode`` with cuDNN off for the block: FlopCounterMode has no formula for cuDNN's RNN
+    kernels (a GPU's ``nn.GRU`` would count nothing), while torch's native GRU multiplies the same
+    matrices as on the CPU. Nothing changes on the CPU."""
+    enabled = torch.backends.cudnn.enabled
+    torch.backends.cudnn.enabled = False
+    try:
+        with FlopCounterMode(display=False) as counter:
+            yield counter
+    finally:
+        torch.backends.cudnn.enabled = enabled
 
 
 @dataclass
