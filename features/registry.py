@@ -14,6 +14,7 @@ from rerank.config import from_dict
 from rerank.errors import ConfigError
 from rerank.features.cslm import ContinuousSpaceLM
 from rerank.features.language_model import LanguageModel
+from rerank.features.mbr import ConsensusScore
 from rerank.features.nmt import NeuralTranslationModel
 from rerank.features.word_penalty import UnknownWordCount, WordPenalty
 from rerank.formats.nbest import check_label
@@ -25,6 +26,7 @@ FEATURES: dict[str, type[Any]] = {
     "unk-penalty": UnknownWordCount,
     "nmt": NeuralTranslationModel,
     "cslm": ContinuousSpaceLM,
+    "mbr": ConsensusScore,
 }
 
 

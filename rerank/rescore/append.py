@@ -21,7 +21,7 @@ from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
 from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
-from rerank.rescore.feature import Feature
+from rerank.rescore.feature import Feature, SentenceList, scores_lists
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,8 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
 
     Each feature scores the (source, hypothesis) pairs of a block of ``batch_sentences`` sentence ids
     at a time (0-63, 64-127, ...: the same blocks in a shard of the list, see
-    :func:`~rerank.formats.shards.nbest_blocks`). With a ``source``, an n-best id beyond its last line is
+    :func:`~rerank.formats.shards.nbest_blocks`); a :class:`~rerank.rescore.feature.ListFeature` scores the
+    block's sentences, each with its entries. With a ``source``, an n-best id beyond its last line is
     an error; without one, features get an empty source.
     """
     layout: FeatureLayout | None = None
@@ -100,9 +101,9 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
         flat = [entry for _, group in chunk for entry in group]
         if layout is None:
             layout = extended_layout(flat[0].layout, features, nbest_name)
-        pairs = [(tokens, entry.tokens) for tokens, group in _with_source(chunk, source, nbest_name)
-                 for entry in group]
-        columns = [_score(feature, pairs).tolist() for feature in features]  # floats, not numpy scalars: faster
+        lists = list(_with_source(chunk, source, nbest_name))
+        pairs = [(tokens, entry.tokens) for tokens, group in lists for entry in group]
+        columns = [_score(feature, pairs, lists).tolist() for feature in features]  # floats, not numpy scalars
         for i, entry in enumerate(flat):
             values = [(f.name, column[i]) for f, column in zip(features, columns, strict=True)]
             yield entry.with_features(values, layout)
@@ -123,8 +124,9 @@ def _with_source(chunk: list[NBestGroup], source: SourceText | None, nbest_name:
         yield tuple(line.split()), group
 
 
-def _score(feature: Feature, pairs: Sequence[Pair]) -> np.ndarray:
-    values = np.asarray(feature.score(pairs), dtype=np.float64)
+def _score(feature: Feature, pairs: Sequence[Pair], lists: Sequence[SentenceList]) -> np.ndarray:
+    scored = feature.score_lists(lists) if scores_lists(feature) else feature.score(pairs)
+    values = np.asarray(scored, dtype=np.float64)
     if values.shape != (len(pairs), feature.dims):
         raise RuntimeError(f"feature {feature.name} returned an array of shape {values.shape} "
                            f"for {len(pairs)} pairs and {feature.dims} values each")
