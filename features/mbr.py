@@ -5,6 +5,7 @@ hypotheses of its n-best list, under a posterior from the list's own scores.
 
     - {kind: mbr, metric: bleu}              # MBRbleu0
     - {kind: mbr, metric: chrf, alpha: 1}    # MBRchrf0
+    - {kind: mbr, include_self: true, alpha: 5, name: MBRbleu1}   # Kumar and Byrne's MBR rule
 
 The posterior of entry r of a sentence is p(r) ∝ exp(alpha · total_r), total_r being the entry's field 4
 (the model score the decoder ranked it by); ``alpha: 0`` makes it uniform. The value of hypothesis h is
@@ -17,8 +18,10 @@ reference:
 - ``chrf``: sacrebleu's ``sentence_chrf`` defaults: character 6-grams with spaces removed, β = 2, no
   word n-grams, precision and recall averaged over the orders both sides have.
 
-h itself is left out of the evidence: G(h, h) = 100 weighted by p(h) would add a rising function of h's
-own score, which the log-linear model already has, so the feature measures agreement only. Entries with
+h itself is left out of the evidence by default: G(h, h) = 100 weighted by p(h) would add a rising
+function of h's own score, which the log-linear model already has, so the feature measures agreement only.
+``include_self: true`` keeps it, giving the expected gain Σ_r p(r)·G(h, r) of the MBR decision rule
+(Kumar and Byrne 2004), whose argmax tends to the list's 1-best as alpha grows. Entries with
 the same words count separately, each with its own posterior (the string's mass is their sum). A sentence
 with a single hypothesis has no other evidence: its value is G(h, h) (100, or 0 for an empty hypothesis),
 the limit of a list of identical hypotheses.
@@ -53,6 +56,7 @@ class ConsensusScore:
     class Config:
         metric: str = "bleu"  # bleu or chrf
         alpha: float = 1.0  # posterior ∝ exp(alpha · field-4 total); 0: uniform
+        include_self: bool = False  # h among its own evidence (the MBR decision rule's expectation)
         name: str | None = None  # default MBRbleu0 or MBRchrf0
 
         def __post_init__(self) -> None:
@@ -72,6 +76,7 @@ class ConsensusScore:
         self.name = self.label(config)
         self.metric = config.metric
         self.alpha = config.alpha
+        self.include_self = config.include_self
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         raise RerankError(f"feature {self.name} scores whole n-best lists (rerank score-nbest), "
@@ -87,18 +92,20 @@ class ConsensusScore:
                                   f"feature {self.name} weighs hypotheses by it")
             hypotheses = [entry.tokens for entry in entries]
             gains = pairwise_bleu(hypotheses) if self.metric == "bleu" else pairwise_chrf(hypotheses)
-            columns.append(expected_gain(gains, totals, self.alpha))
+            columns.append(expected_gain(gains, totals, self.alpha, include_self=self.include_self))
         return np.concatenate(columns).reshape(-1, 1) if columns else np.zeros((0, 1))
 
 
-def expected_gain(gains: np.ndarray, totals: np.ndarray, alpha: float) -> np.ndarray:
+def expected_gain(gains: np.ndarray, totals: np.ndarray, alpha: float, *, include_self: bool = False
+                  ) -> np.ndarray:
     """Σ_{r≠h} p(r)·gains[h, r] / Σ_{r≠h} p(r) for every h, p(r) ∝ exp(alpha · totals[r]); the diagonal
-    for a single hypothesis."""
+    for a single hypothesis. With ``include_self``, r = h counts too."""
     n = len(totals)
     if n == 1:
         return np.diagonal(gains).astype(np.float64)
     scaled = np.tile(alpha * totals, (n, 1))
-    np.fill_diagonal(scaled, -np.inf)
+    if not include_self:
+        np.fill_diagonal(scaled, -np.inf)
     weights = np.exp(scaled - scaled.max(axis=1, keepdims=True))  # each row's largest weight is 1: no underflow
     return np.asarray((weights * gains).sum(axis=1) / weights.sum(axis=1), dtype=np.float64)
 

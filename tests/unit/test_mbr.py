@@ -53,7 +53,9 @@ def test_identical_hypotheses_have_equal_features() -> None:
         assert scores_lists(feature)
         lists = [((), entries(["un chien noir court"] * 4, [-1.0, -3.0, -7.5, -40.0]))]
         values = feature.score_lists(lists)[:, 0]
-        assert values == pytest.approx([100.0] * 4, abs=1e-12)  # equal up to the rounding of the weighted mean
+        assert values == pytest.approx([100.0] * 4, abs=1e-12)
+        with_self = build_feature({"kind": "mbr", "metric": metric, "include_self": True}).score_lists(lists)
+        assert with_self[:, 0] == pytest.approx([100.0] * 4, abs=1e-12)  # equal up to the rounding of the weighted mean
         assert {format_value(v) for v in values} == {"100"}  # and equal as the n-best list writes them
     # different words, different values: the test above could fail
     different = build_feature({"kind": "mbr"}).score_lists([((), entries(["un chien", "un chat", "le chat"],
@@ -77,6 +79,9 @@ def test_expectation_over_the_others_under_the_softmax_of_the_totals() -> None:
         for h in range(len(hypotheses)):
             weights = [math.exp(alpha * totals[r]) if r != h else 0.0 for r in range(len(hypotheses))]
             assert got[h] == pytest.approx(np.dot(weights, gains[h]) / sum(weights))
+        with_self = expected_gain(gains, totals, alpha, include_self=True)
+        posterior = np.exp(alpha * totals) / np.exp(alpha * totals).sum()
+        np.testing.assert_allclose(with_self, gains @ posterior)
     # uniform: the mean over the others
     assert expected_gain(gains, totals, 0.0)[0] == pytest.approx(gains[0, 1:].mean())
     # far apart totals with a large alpha: no underflow, the best other hypothesis takes all the weight
