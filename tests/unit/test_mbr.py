@@ -133,3 +133,9 @@ def test_in_score_nbest(multi30k_slice: dict[str, Path], tmp_path: Path) -> None
 def with_gzip_lines(path: Path) -> int:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return sum(1 for _ in f)
+
+
+def test_a_total_that_is_not_a_number_is_named() -> None:
+    feature = build_feature({"kind": "mbr"})
+    with pytest.raises(RerankError, match="total score nan is not a finite number"):
+        feature.score_lists([((), entries(["un chien", "un chat"], [-1.0, float("nan")]))])
