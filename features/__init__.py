@@ -6,6 +6,9 @@ A feature is described in YAML as a mapping with ``kind`` plus the keys of that 
       - {kind: kenlm, name: LM1, path: lm/train.fr.4.arpa}
       - {kind: word-penalty, name: WP1}
       - {kind: nmt, model: runs/encdec-small}      # RNN0 (RNNsearch0 for an RNNsearch model)
+      - {kind: nmt, model: [runs/s1, runs/s2], name: Ens0}   # an ensemble's ln p
+      - {kind: cslm, model: runs/cslm, lm: lm/train.fr.4.arpa}   # CSLM0
+      - {kind: mbr, metric: chrf}                  # MBRchrf0: expected chrF against the rest of the list
 
 Each kind is a class with a ``Config`` dataclass that implements :class:`rerank.rescore.feature.Feature`;
 :mod:`rerank.features.registry` lists them. The folder sits at the top of the repository and is
