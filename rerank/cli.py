@@ -21,6 +21,7 @@ from rerank import __version__
 from rerank.commands import (
     align,
     apply,
+    cut_nbest,
     evaluate,
     experiment,
     merge_nbest,
@@ -45,6 +46,7 @@ COMMANDS: dict[str, ModuleType] = {
     "translate": translate,
     "align": align,
     "merge-nbest": merge_nbest,
+    "cut-nbest": cut_nbest,
     "merge-shards": merge_shards,
     "oracle": oracle,
     "experiment": experiment,

@@ -28,23 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.formats.files import atomic_output, display_name, read_lines
-    from rerank.tune.data import NBestPool
-    from rerank.tune.oracle import corpus_statistics, oracle_choice
+    from rerank.tune.oracle import list_oracle
     from rerank.tune.stats import BleuStatistics
 
     references = [[line for _, line in read_lines(path)] for path in args.references]
     bleu = BleuStatistics(references, tokenize=args.tokenize)
     print(f"{'n-best list':40s} {'hyps/sent':>9s} {'first':>7s} {'oracle':>7s}")
     for path in args.nbest:
-        pool = NBestPool(bleu, reference_name=display_name(args.references[0]))
-        first = pool.add(path)
-        data = pool.data()
-        choice = oracle_choice(data)
-        scores = [bleu.score(corpus_statistics(data, c)).score for c in (first, choice)]
-        print(f"{display_name(path):40s} {data.counts.mean():9.1f} {scores[0]:7.2f} {scores[1]:7.2f}")
+        result = list_oracle(path, bleu, reference_name=display_name(args.references[0]))
+        print(f"{display_name(path):40s} {result.hypotheses_per_sentence:9.1f} {result.first:7.2f} "
+              f"{result.oracle:7.2f}")
     if args.output:
         with atomic_output(args.output) as out:
-            for s, k in enumerate(choice):
-                out.write(pool.text(s, int(k)) + "\n")
+            out.writelines(text + "\n" for text in result.choice)
     print(f"BLEU {bleu.signature()}; first: each sentence's first hypothesis; hyps/sent: distinct (words, features)")
     return 0

@@ -17,8 +17,12 @@ checkpoint). The steps:
    per-word variant);
 5. for each row of the table, tune on dev with each optimiser and seed (``rerank tune``), apply
    the weights to dev and test (``rerank apply``) and score them (sacreBLEU); with the extra
-   models, a row with every feature and an ablation row without each extra one;
-6. write ``results.md`` and ``results.json``, and BLEU by source length (table and PNG).
+   models, a row with every feature and an ablation row without each extra one; with ``consensus``,
+   rows with MBRbleu0 and MBRchrf0 too (``rerank.features.mbr``, computed on each list as it is
+   tuned); with ``list_sizes``, rows on each sentence's first N hypotheses of Moses' lists
+   (``rerank cut-nbest``);
+6. write ``results.md`` and ``results.json`` (beside every row, the oracle BLEU of its candidate
+   pool: ``rerank oracle``), and BLEU by source length (table and PNG).
 """
 
 from __future__ import annotations
@@ -89,10 +93,14 @@ class ExperimentConfig:
     ensemble_seeds: tuple[int, ...] = ()  # more seeds of ``rnnsearch`` (a config): Ens0, the ensemble's ln p
     right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
     channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
+    consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
+    list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
 
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
             raise ValueError("give at least one optimizer and one seed")
+        if any(size < 1 for size in self.list_sizes):
+            raise ValueError(f"list_sizes: expected sizes of at least 1, got {list(self.list_sizes)}")
         if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
             raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
@@ -104,7 +112,7 @@ class Row:
 
     key: str
     title: str
-    nbest: str  # "moses" (Moses' list with the new features) or "union"
+    nbest: str  # the scored list tuned: "moses" (Moses' with the new features), "union", "moses-mbr", "moses100", ...
     features: tuple[str, ...] = ()  # besides Moses' own (for "moses") or alone (for "union")
     moses_features: bool = True
 
@@ -135,6 +143,25 @@ def extended_rows(extras: Sequence[str]) -> tuple[Row, ...]:
                 ("InMoses", "InRNNsearch", *everything), moses_features=False))
 
 
+CONSENSUS_FEATURES = ("MBRbleu0", "MBRchrf0")
+
+
+def consensus_rows(everything: Sequence[str]) -> tuple[Row, ...]:
+    """Every feature and the consensus features, on Moses' list and on the union."""
+    return (Row("consensus", f"+ {' + '.join(CONSENSUS_FEATURES)} (all features and consensus)", "moses-mbr",
+                (*everything, *CONSENSUS_FEATURES)),
+            Row("union-consensus", "Moses ∪ RNNsearch n-best, all features and consensus", "union-mbr",
+                ("InMoses", "InRNNsearch", *everything, *CONSENSUS_FEATURES), moses_features=False))
+
+
+def size_rows(everything: Sequence[str], sizes: Sequence[int], consensus: bool) -> tuple[Row, ...]:
+    """Every feature (and the consensus ones) on each sentence's first N hypotheses of Moses' list."""
+    features = (*everything, *CONSENSUS_FEATURES) if consensus else tuple(everything)
+    with_consensus = " and consensus" if consensus else ""
+    return tuple(Row(f"moses{size}", f"all features{with_consensus}, Moses' first {size} per sentence",
+                     f"moses{size}", features) for size in sizes)
+
+
 def load_experiment(path: str | Path) -> ExperimentConfig:
     data = load_yaml(path)
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
@@ -156,7 +183,7 @@ class Experiment:
         self.force = force
         self.commands = self.out / "commands.sh"
         self.timings: dict[str, float] = {}
-        self._features: list[Feature] | None = None
+        self._features: dict[Path, list[Feature]] = {}
 
     # -- running steps ---------------------------------------------------------------------------
 
@@ -208,8 +235,37 @@ class Experiment:
             scored = self.out / f"{name}.union.scored.gz"
             self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
                       [scored], self.score_nbest, union, split.source, scored)
+            self.consensus_and_sizes(name, split)
         results = self.tune_rows()
         return self.report(models, results)
+
+    def consensus_and_sizes(self, name: str, split: Split) -> None:
+        """The lists of the consensus and list-size rows: each sentence's first N hypotheses of Moses'
+        scored list, and the consensus features computed on each list as it is tuned (their posterior
+        is softmax(field 4): Moses' model score on Moses' lists, uniform on the union, whose totals are 0)."""
+        c = self.config
+        consensus = self.consensus_config() if c.consensus else None
+        inputs: list[tuple[Path, str]] = []  # (a scored list, the name of the list with consensus features)
+        if consensus:
+            inputs += [(self.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in ("moses", "union")]
+        for size in c.list_sizes:
+            moses, scored = self.out / f"{name}.moses.scored.gz", self.out / f"{name}.moses{size}.scored.gz"
+            cut = self.out / f"{name}.moses{size}.cut.gz" if consensus else scored
+            self.step(["cut-nbest", moses, "-n", size, "-o", cut], [cut], cut_nbest_file, moses, size, cut)
+            if consensus:
+                inputs.append((cut, f"moses{size}"))
+        for nbest, tuned in inputs:
+            output = self.out / f"{name}.{tuned}.scored.gz"
+            self.step(["score-nbest", nbest, "--source", split.source, "--config", consensus, "-o", output],
+                      [output], self.score_nbest, nbest, split.source, output, consensus,
+                      timing=f"consensus {name} {tuned}")
+
+    def consensus_config(self) -> Path:
+        """The consensus features, expected sentence BLEU and chrF against the rest of the list."""
+        path = self.out / "consensus.yaml"
+        features = [{"kind": "mbr", "metric": "bleu"}, {"kind": "mbr", "metric": "chrf"}]
+        path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
+        return path
 
     def train(self) -> dict[str, Path]:
         from rerank.training.config import load_train_config
@@ -245,7 +301,10 @@ class Experiment:
         return tuple(label for key, label in EXTRA_FEATURES.items() if present[key])
 
     def rows(self) -> tuple[Row, ...]:
-        return (*ROWS, *extended_rows(self.extra_features()))
+        c = self.config
+        everything = (*NEW_FEATURES, *self.extra_features())
+        return (*ROWS, *extended_rows(self.extra_features()), *(consensus_rows(everything) if c.consensus else ()),
+                *size_rows(everything, c.list_sizes, c.consensus))
 
     def score_phrase_table(self, encdec: Path) -> None:
         from rerank.formats.phrase_table import read_phrase_table
@@ -290,18 +349,19 @@ class Experiment:
         path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
         return path
 
-    def score_nbest(self, nbest: str | Path, source: str, output: Path) -> None:
-        """``rerank score-nbest`` with the features of :meth:`feature_config`, built once for every list."""
+    def score_nbest(self, nbest: str | Path, source: str, output: Path, config: Path | None = None) -> None:
+        """``rerank score-nbest`` with the features of ``config`` (default: :meth:`feature_config`'s), each
+        config's built once for every list."""
         from rerank.config import load_config
         from rerank.features.registry import build_features
         from rerank.formats.files import display_name
         from rerank.formats.nbest import read_nbest
         from rerank.rescore.append import RescoreConfig, score_nbest
 
-        if self._features is None:
-            path = self.out / "rescore.yaml"
-            self._features = build_features(load_config(RescoreConfig, path).features, source=str(path))
-        score_nbest(read_nbest(nbest), output, self._features, nbest_name=display_name(nbest), source=source)
+        path = config or self.out / "rescore.yaml"
+        if path not in self._features:
+            self._features[path] = build_features(load_config(RescoreConfig, path).features, source=str(path))
+        score_nbest(read_nbest(nbest), output, self._features[path], nbest_name=display_name(nbest), source=source)
 
     def decode(self, name: str, split: Split, models: dict[str, Path]) -> None:
         from rerank.formats.dictionaries import phrase_table_dictionary
@@ -430,6 +490,19 @@ class Experiment:
         path.write_text("RNNsearch0: 1.0\n", encoding="utf-8")
         return path
 
+    def oracles(self) -> dict[str, dict[str, float]]:
+        """The oracle BLEU of each row's candidate pool (its scored list), by list name and split."""
+        c = self.config
+        result: dict[str, dict[str, float]] = {}
+        for pool in sorted({"moses", *(row.nbest for row in self.rows())}):
+            for split in ("dev", "test"):
+                nbest, output = self.out / f"{split}.{pool}.scored.gz", self.out / f"{split}.{pool}.oracle.json"
+                reference = getattr(c, split).reference
+                self.step(["oracle", "-r", reference, "--tokenize", c.tokenize, nbest], [output], oracle_file,
+                          nbest, reference, c.tokenize, output, quiet=True)
+                result.setdefault(pool, {})[split] = json.loads(output.read_text(encoding="utf-8"))["oracle"]
+        return result
+
     def bleu(self, path: Path, split: str) -> float:
         from rerank.study.evaluation import evaluate
 
@@ -456,14 +529,15 @@ class Experiment:
                              tokenize=c.tokenize)
         plot_bucket_bleu(by_length, self.out / "bleu-by-length.png")
         signature = by_length.bleu_signature
+        oracles = self.oracles()
         first = c.optimizers[0].upper()
         lines = [f"| system | dev BLEU ({first}) | test BLEU ({first}) | "
-                 + " | ".join(f"test BLEU ({o.upper()})" for o in c.optimizers[1:]) + " |",
-                 "|---|---|---|" + "---|" * (len(c.optimizers) - 1),
+                 + "".join(f"test BLEU ({o.upper()}) | " for o in c.optimizers[1:]) + "oracle BLEU (dev / test) |",
+                 "|---|---|---|" + "---|" * len(c.optimizers),
                  _table_row("Moses baseline (its own weights)", {c.optimizers[0]: results["moses"]["moses.ini"]},
-                            c.optimizers)]
+                            c.optimizers, oracles["moses"])]
         for row in self.rows():
-            lines.append(_table_row(row.title, results[row.key], c.optimizers))
+            lines.append(_table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest]))
             if row.key == "all":
                 lines.append(_table_row(f"RNNsearch alone (beam {c.beam})", {c.optimizers[0]: Score(
                     [rnnsearch["dev"]], [rnnsearch["test"]])}, c.optimizers))
@@ -475,7 +549,8 @@ class Experiment:
         text = "\n".join([
             "# Results", "",
             f"Tuned on dev ({c.dev.source}), tested on {c.test.source}; BLEU by sacreBLEU, {signature}.",
-            f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}.", "",
+            f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}; the oracle BLEU "
+            "is that of the candidate pool each row reranks (rerank oracle).", "",
             *lines, "",
             f"RNN encoder-decoder alone (beam {c.beam}): dev {encdec['dev']:.2f}, test {encdec['test']:.2f}.", "",
             "## Models", "", *models_md, "",
@@ -487,6 +562,7 @@ class Experiment:
         path.write_text(text, encoding="utf-8")
         (self.out / "results.json").write_text(json.dumps(
             {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec, "ensemble": ensembled,
+             "oracle": oracles,
              "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()} for key, row in results.items()},
              "timings": self.timings}, indent=2), encoding="utf-8")
         logger.info("wrote %s", path)
@@ -532,6 +608,26 @@ def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) ->
     write_nbest(merge_nbest(systems), output)
 
 
+def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
+    from rerank.formats.nbest import read_nbest
+    from rerank.rescore.cut import first_hypotheses
+
+    write_nbest(first_hypotheses(read_nbest(nbest), size), output)
+
+
+def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
+    """``rerank oracle``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
+    from rerank.formats.files import atomic_output, read_lines
+    from rerank.tune.oracle import list_oracle
+    from rerank.tune.stats import BleuStatistics
+
+    bleu = BleuStatistics([[line for _, line in read_lines(reference)]], tokenize=tokenize)
+    result = list_oracle(nbest, bleu, reference_name=reference)
+    with atomic_output(output) as out:
+        out.write(json.dumps({"first": result.first, "oracle": result.oracle,
+                              "hypotheses_per_sentence": result.hypotheses_per_sentence}, indent=2))
+
+
 def _mean_spread(values: Sequence[float]) -> str:
     if not values:
         return ""
@@ -540,8 +636,11 @@ def _mean_spread(values: Sequence[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
-def _table_row(title: str, scores: dict[str, Score], optimizers: Sequence[str]) -> str:
-    """``| title | dev | test | test with the other optimisers |``; blank where a system has no such value."""
+def _table_row(title: str, scores: dict[str, Score], optimizers: Sequence[str],
+               oracle: dict[str, float] | None = None) -> str:
+    """``| title | dev | test | test with the other optimisers | oracle dev / test |``; blank where a system has
+    no such value."""
     first = scores[optimizers[0]]
     others = [_mean_spread(scores[o].test) if o in scores else "" for o in optimizers[1:]]
-    return " | ".join(["", title, _mean_spread(first.dev), _mean_spread(first.test), *others, ""]).strip()
+    pool = f"{oracle['dev']:.2f} / {oracle['test']:.2f}" if oracle else ""
+    return " | ".join(["", title, _mean_spread(first.dev), _mean_spread(first.test), *others, pool, ""]).strip()

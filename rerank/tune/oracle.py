@@ -10,10 +10,13 @@ sentence's hypotheses at once from the BLEU statistics of :mod:`rerank.tune.stat
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 import numpy as np
 
-from rerank.tune.data import TuningData
-from rerank.tune.stats import log_bleu, sentence_bleu_plus_one
+from rerank.tune.data import NBestPool, TuningData
+from rerank.tune.stats import BleuStatistics, log_bleu, sentence_bleu_plus_one
 
 MAX_SWEEPS = 20
 
@@ -40,3 +43,25 @@ def oracle_choice(data: TuningData, max_sweeps: int = MAX_SWEEPS) -> np.ndarray:
 def corpus_statistics(data: TuningData, choice: np.ndarray) -> np.ndarray:
     """The summed BLEU statistics of one hypothesis per sentence (NUM_STATS,)."""
     return data.stats[np.arange(data.num_sentences), choice].sum(axis=0)
+
+
+@dataclass(frozen=True)
+class ListOracle:
+    """An n-best list's BLEU with each sentence's first hypothesis and with the oracle's."""
+
+    first: float
+    oracle: float
+    hypotheses_per_sentence: float  # distinct (words, features)
+    choice: list[str]  # the oracle's hypothesis of each sentence
+
+
+def list_oracle(path: str | os.PathLike[str], bleu: BleuStatistics, reference_name: str = "the reference"
+                ) -> ListOracle:
+    """The first hypotheses' and the oracle's corpus BLEU of the n-best list ``path``."""
+    pool = NBestPool(bleu, reference_name=reference_name)
+    first = pool.add(path)
+    data = pool.data()
+    choice = oracle_choice(data)
+    first_bleu, oracle_bleu = (bleu.score(corpus_statistics(data, c)).score for c in (first, choice))
+    return ListOracle(first_bleu, oracle_bleu, float(data.counts.mean()),
+                      [pool.text(s, int(k)) for s, k in enumerate(choice)])

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rerank.cli import main
-from rerank.study.experiment import ROWS, extended_rows
+from rerank.study.experiment import ROWS, consensus_rows, extended_rows, size_rows
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -113,3 +113,43 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     ensemble_translate = [line for line in commands.splitlines()
                           if line.startswith("rerank translate") and "dev.ensemble.1best" in line][0]
     assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
+
+
+@pytest.mark.slow
+def test_consensus_and_list_size_rows_with_the_oracle_of_each_pool(tmp_path: Path) -> None:
+    """consensus adds MBRbleu0 and MBRchrf0 to Moses' list and the union, list_sizes reranks each
+    sentence's first N of Moses' list (consensus computed on the cut list), and every tuned row shows
+    the oracle BLEU of the pool it reranks, which grows with the pool."""
+    configs = {}
+    for architecture in ("encdec", "rnnsearch"):
+        configs[architecture] = tmp_path / f"{architecture}.yaml"
+        configs[architecture].write_text(yaml.safe_dump(tiny_training_config(architecture)))
+    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(configs["encdec"]),
+                      rnnsearch=str(configs["rnnsearch"]), optimizers=["mert"], seeds=[1], restarts=2, beam=3,
+                      nbest=3, consensus=True, list_sizes=[1, 5])
+    for section in ("moses", "dev", "test"):
+        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump(experiment))
+
+    assert main(["-q", "experiment", str(config)]) == 0
+    run = tmp_path / "run"
+    for name in ("moses-mbr", "union-mbr", "moses5"):
+        with gzip.open(run / f"dev.{name}.scored.gz", "rt", encoding="utf-8") as f:
+            assert "MBRbleu0=" in f.readline() and "MBRchrf0=" in f.readline()
+    with gzip.open(run / "dev.moses5.scored.gz", "rt", encoding="utf-8") as f:
+        ids = [line.split(" ||| ")[0] for line in f]
+    assert max(ids.count(i) for i in set(ids)) == 5
+    extra = (*consensus_rows(()), *size_rows((), [1, 5], consensus=True))
+    results = (run / "results.md").read_text()
+    oracle = {}
+    for row in (*ROWS, *extra):
+        line = next(line for line in results.splitlines() if line.startswith(f"| {row.title} |"))
+        dev, test = line.rstrip(" |").rsplit("|", 1)[1].split(" / ")
+        oracle[row.key] = float(dev)
+    assert oracle["moses1"] < oracle["moses5"] <= oracle["all"] <= oracle["union"]
+    assert oracle["consensus"] == oracle["all"] and oracle["union-consensus"] == oracle["union"]
+    commands = (run / "commands.sh").read_text()
+    assert "rerank cut-nbest " in commands and "rerank oracle " in commands
+    assert commands.count("rerank tune ") == len(ROWS) + len(extra)
