@@ -5,6 +5,16 @@ own features cannot be computed for another system's hypotheses, so they are dro
 list carries one indicator per system (``InMoses= 1 InRNNsearch= 0``), and `rerank score-nbest`
 then adds the features any (source, hypothesis) pair can have (LM, word and UNK penalties, RNN0,
 RNNsearch0) before `rerank tune` weighs them all.
+
+With --moses-ini (and --source), Moses' features are kept instead, for every hypothesis: copied from
+Moses' list (the first system, or --moses-system) for its own hypotheses, and for the others taken
+from Moses' best derivation under forced decoding (its ConstrainedDecoding feature, one Moses process
+for all of them). A hypothesis Moses cannot produce with its phrase table gets the mean of each
+feature over Moses' hypotheses of its sentence and ``Unreachable0= 1`` (0 elsewhere); the counts go
+to stderr. The moses.ini must be the one that made Moses' list (same features, same weights):
+
+    rerank merge-nbest Moses=val.100best.gz RNNsearch=rnn.20best.gz --moses-ini moses.ini \\
+        --source val.en --moses /path/to/moses/bin/moses --threads 2 -o union.gz
 """
 
 from __future__ import annotations
@@ -22,6 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="-", metavar="OUT", help="merged n-best list (default: stdout)")
     parser.add_argument("--num-sentences", type=positive_int, metavar="N",
                         help="check that every id is below N (the source's line count)")
+    forced = parser.add_argument_group("Moses' features for every hypothesis (forced decoding)")
+    forced.add_argument("--moses-ini", metavar="INI",
+                        help="keep Moses' features: the moses.ini that made Moses' list (its paths resolved "
+                             "from the current directory, as Moses does)")
+    forced.add_argument("--source", metavar="SRC", help="the source sentences, one per line (needed with --moses-ini)")
+    forced.add_argument("--moses", default="moses", metavar="BIN", help="the Moses decoder (default: moses on PATH)")
+    forced.add_argument("--moses-system", metavar="NAME", help="the system whose list is Moses' (default: the first)")
+    forced.add_argument("--threads", type=positive_int, default=1, metavar="N", help="Moses' threads (default 1)")
+    forced.add_argument("--moses-args", default="", metavar="ARGS",
+                        help="more Moses options for the forced decoding, quoted (e.g. '-s 500')")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,5 +61,45 @@ def run(args: argparse.Namespace) -> int:
         systems.append((name, path))
     if len({name for name, _ in systems}) != len(systems):
         raise RerankError("merge-nbest: each system needs its own name")
-    write_nbest(merge_nbest(systems, num_sentences=args.num_sentences), args.output)
+    if args.moses_ini is None:
+        if args.source is not None or args.moses_system is not None:
+            raise RerankError("merge-nbest: --source and --moses-system go with --moses-ini")
+        write_nbest(merge_nbest(systems, num_sentences=args.num_sentences), args.output)
+        return 0
+    return _run_forced(args, systems)
+
+
+def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int:
+    import logging
+    import shlex
+
+    from rerank.errors import RerankError
+    from rerank.formats.files import read_text
+    from rerank.formats.nbest import write_nbest
+    from rerank.rescore.forced import ForcedDecoding
+    from rerank.rescore.union import union_with_moses_features
+
+    if args.source is None:
+        raise RerankError("merge-nbest: --moses-ini needs --source (the sentences Moses translated)")
+    names = [name for name, _ in systems]
+    moses_name = args.moses_system or names[0]
+    if moses_name not in names:
+        raise RerankError(f"merge-nbest: --moses-system {moses_name} is not one of the systems {names}")
+    sources = read_text(args.source)
+    if args.num_sentences is not None and args.num_sentences != len(sources):
+        raise RerankError(f"merge-nbest: --num-sentences {args.num_sentences} but {args.source} has "
+                          f"{len(sources)} lines")
+    try:
+        moses_args = tuple(shlex.split(args.moses_args))
+    except ValueError as e:
+        raise RerankError(f"merge-nbest: --moses-args: {e}") from None
+    settings = ForcedDecoding(args.moses, args.moses_ini, threads=args.threads, moses_args=moses_args)
+    entries, report = union_with_moses_features(systems, names.index(moses_name), settings, sources)
+    write_nbest(entries, args.output)
+    forced = report.forced
+    per_thousand = 1000 * forced.seconds / len(forced.derivations) if forced.derivations else 0.0
+    logging.getLogger(__name__).info(
+        "%d lines: %d copied from the list of %s, %d forced-decoded (%d reachable, %d unreachable: Unreachable0= 1); "
+        "forced decoding %.1f s (%.1f s per 1,000 hypotheses)", report.lines, report.from_moses, moses_name,
+        len(forced.derivations), forced.reachable, forced.unreachable, forced.seconds, per_thousand)
     return 0

@@ -1,0 +1,196 @@
+"""Forced decoding with the real Moses decoder: Moses' own features for any hypothesis, and the union
+of n-best lists (`rerank merge-nbest --moses-ini`) in which every line has them.
+
+The system is the sample in ``examples/data`` on three ``val`` sentences and one made-up sentence with
+an unknown word, its phrase table filtered to them so that Moses loads in well under a second. Moses'
+own n-best list is made here, by the same binary and moses.ini that then forces the hypotheses.
+The binary is looked for in ``shared/tools/moses`` beside the repository; the tests skip without it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rerank.cli import main
+from rerank.formats.nbest import NBestEntry, read_nbest
+from rerank.rescore.forced import ForcedDecoding, force_decode
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+MOSES = REPOSITORY.parent / "shared" / "tools" / "moses" / "bin" / "moses"
+EXAMPLES = REPOSITORY / "examples" / "data"
+SENTENCES = 3
+UNKNOWN = "xyzzy"  # a word the phrase table does not have: Moses copies it to the output
+MADE_UP = f"a dog runs on the {UNKNOWN} ."  # "runs" is unknown too: the table has only the sample's phrases
+NBEST = 30
+MOSES_FEATURES = ("Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0")
+
+pytestmark = pytest.mark.skipif(not os.access(MOSES, os.X_OK),
+                                reason=f"the Moses decoder not found in {MOSES.parent}")
+
+
+@dataclass(frozen=True)
+class System:
+    moses_ini: Path
+    source: Path
+    nbest: Path  # Moses' own 30-best list (distinct) of the source
+    sources: list[str]
+
+    def entries(self) -> list[NBestEntry]:
+        return list(read_nbest(self.nbest))
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> System:
+    directory = tmp_path_factory.mktemp("forced")
+    sources = (EXAMPLES / "val.en").read_text(encoding="utf-8").splitlines()[:SENTENCES] + [MADE_UP]
+    source = directory / "source.en"
+    source.write_text("".join(f"{s}\n" for s in sources), encoding="utf-8")
+    phrases = {" ".join(w[i:j]) for s in sources for w in [s.split()] for i in range(len(w))
+               for j in range(i + 1, len(w) + 1)}
+    table = directory / "phrase-table.gz"
+    with gzip.open(EXAMPLES / "phrase-table.gz", "rt", encoding="utf-8") as f, \
+            gzip.open(table, "wt", encoding="utf-8") as out:
+        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
+    ini = (EXAMPLES / "moses.ini").read_text(encoding="utf-8")
+    ini = ini.replace("path=MODEL_DIR/phrase-table.gz", f"path={table}")
+    ini = re.sub(r"path=LM_DIR/\S+", f"path={EXAMPLES / 'lm.fr.4.sample.arpa.gz'}", ini)
+    moses_ini = directory / "moses.ini"
+    moses_ini.write_text(ini, encoding="utf-8")
+    nbest = directory / "moses.nbest"
+    with open(source, "rb") as stdin:
+        subprocess.run([str(MOSES), "-f", str(moses_ini), "-threads", "1", "-n-best-list", str(nbest), str(NBEST),
+                        "distinct"], stdin=stdin, capture_output=True, check=True, timeout=120)
+    return System(moses_ini, source, nbest, sources)
+
+
+def settings(system: System) -> ForcedDecoding:
+    return ForcedDecoding(str(MOSES), str(system.moses_ini), threads=2)
+
+
+def close(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= 1e-3 for x, y in zip(a, b, strict=True))
+
+
+# ------------------------------------------------------------------------------------------------ module
+
+def test_moses_own_hypotheses_get_moses_own_features(system: System) -> None:
+    entries = system.entries()
+    result = force_decode(settings(system), system.sources, [(e.sentence_id, tuple(e.tokens)) for e in entries])
+    assert result.unreachable == 0
+    assert result.layout is not None and result.layout.labels == MOSES_FEATURES
+    assert {e.sentence_id for e in entries} == set(range(SENTENCES + 1))
+    matches = 0
+    for entry, forced in zip(entries, result.derivations, strict=True):
+        assert forced is not None and forced.tokens == entry.tokens
+        # the n-best list keeps the best derivation the beam found; the forced search may find a better one
+        assert forced.total >= entry.total - 1e-3, (entry.line(), forced.line())
+        if close(forced.dense, entry.dense):
+            matches += 1
+        else:
+            assert forced.total > entry.total + 1e-4, (entry.line(), forced.line())
+    assert matches >= 0.95 * len(entries)
+    # the unknown word, copied to the output, is reachable (ConstrainedDecoding's max-unknowns)
+    assert all(UNKNOWN in e.tokens for e in entries if e.sentence_id == SENTENCES)
+
+
+def test_hypotheses_moses_cannot_produce_are_unreachable(system: System) -> None:
+    first = next(e for e in system.entries() if e.sentence_id == SENTENCES)
+    without_unknown = tuple(w for w in first.tokens if w != UNKNOWN)
+    pairs = [(0, ("zzz", "qqq")), (SENTENCES, without_unknown), (0, ()), (0, ("un", "a|b")),
+             (SENTENCES, tuple(first.tokens))]
+    result = force_decode(settings(system), system.sources, pairs)
+    assert [d is not None for d in result.derivations] == [False, False, False, False, True]
+    assert result.skipped == 2  # the empty one and the one with Moses' factor delimiter: Moses is not asked
+    forced = result.derivations[-1]
+    assert forced is not None and close(forced.dense, first.dense)
+
+
+# ------------------------------------------------------------------------------------------- merge-nbest
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_the_union_gives_every_line_moses_features(system: System, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    entries = system.entries()
+    by_sentence: dict[int, list[NBestEntry]] = {}
+    for e in entries:
+        by_sentence.setdefault(e.sentence_id, []).append(e)
+    moses = write_lines(tmp_path / "moses.nbest", [e.line() for s in sorted(by_sentence) for e in by_sentence[s][:2]])
+    others = [e for s in sorted(by_sentence) for e in by_sentence[s][1:6]]  # one shared with Moses' list, <= 4 not
+    new = sum(len(by_sentence[s][2:6]) for s in by_sentence)
+    other_lines = [f"{e.sentence_id} ||| {' '.join(e.tokens)} ||| RNNsearch0= -1 ||| -1" for e in others]
+    other_lines.insert(0, "0 ||| zzz qqq ||| RNNsearch0= -2 ||| -2")
+    other = write_lines(tmp_path / "rnn.nbest", other_lines)
+    out = tmp_path / "union.nbest.gz"
+    code = main(["merge-nbest", f"Moses={moses}", f"RNNsearch={other}", "--moses-ini", str(system.moses_ini),
+                 "--source", str(system.source), "--moses", str(MOSES), "--threads", "2", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    union = list(read_nbest(out))
+    assert union[0].layout.labels == (*MOSES_FEATURES, "Unreachable0", "InMoses", "InRNNsearch")
+    assert len(union) == 2 * len(by_sentence) + new + 1
+    full = {(e.sentence_id, tuple(e.tokens)): e for e in entries}
+    moses_values = {(e.sentence_id, tuple(e.tokens)): e.dense for s in by_sentence for e in by_sentence[s][:2]}
+    matches = 0
+    for u in union:
+        key = (u.sentence_id, tuple(u.tokens))
+        values, unreachable, in_moses = u.dense[:8], u.dense[8], u.dense[9]
+        if key in moses_values:  # copied from Moses' list
+            assert (in_moses, unreachable) == (1.0, 0.0) and close(values, moses_values[key])
+        elif key in full:  # forced: the values of Moses' own 30-best, or a better derivation
+            assert (in_moses, unreachable) == (0.0, 0.0)
+            matches += close(values, full[key].dense)
+        else:  # neutral: the mean over Moses' list of the sentence
+            assert key == (0, ("zzz", "qqq")) and unreachable == 1.0
+            mean = tuple(sum(c) / 2 for c in zip(*(e.dense for e in by_sentence[0][:2]), strict=True))
+            assert close(values, mean)
+    assert matches >= new - 1
+    assert f"{len(union)} lines: {2 * len(by_sentence)} copied from the list of Moses, " \
+           f"{new + 1} forced-decoded ({new} reachable, 1 unreachable" in err
+
+
+@pytest.mark.parametrize("problem", ["no ini", "placeholder", "moses fails", "no moses", "no source"])
+def test_bad_input_is_one_line_and_exit_status_2(system: System, tmp_path: Path, problem: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ini = tmp_path / "moses.ini"
+    text = system.moses_ini.read_text(encoding="utf-8")
+    moses = str(MOSES)
+    expected = ""
+    if problem == "no ini":
+        expected = f"{ini}: cannot read"
+    elif problem == "placeholder":
+        ini.write_text(re.sub(r"path=\S+phrase-table.gz", "path=MODEL_DIR/phrase-table.gz", text), encoding="utf-8")
+        line = 1 + text.splitlines().index(next(t for t in text.splitlines() if t.startswith("PhraseDictionary")))
+        expected = f"{ini}:{line}: expected path= naming an existing file for TranslationModel0, " \
+                   "got 'MODEL_DIR/phrase-table.gz'"
+    elif problem == "moses fails":
+        ini.write_text(text.replace("num-features=4", "num-features=3"), encoding="utf-8")
+        expected = f"{ini}: Moses ({MOSES}) failed with exit status 1: FATAL ERROR: Mismatch in number of features"
+    elif problem == "no moses":
+        ini.write_text(text, encoding="utf-8")
+        moses = str(tmp_path / "no-such-moses")
+        expected = f"{moses}: the Moses decoder was not found"
+    else:
+        ini.write_text(text, encoding="utf-8")
+        expected = "--moses-ini needs --source"
+    other = write_lines(tmp_path / "rnn.nbest", ["0 ||| zzz ||| RNNsearch0= -2 ||| -2"])
+    out = tmp_path / "union.nbest"
+    source = [] if problem == "no source" else ["--source", str(system.source)]
+    code = main(["merge-nbest", f"Moses={system.nbest}", f"RNNsearch={other}", "--moses-ini", str(ini), *source,
+                 "--moses", moses, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("rerank: error:")]
+    assert len(errors) == 1 and expected in errors[0], err
+    assert "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".union*"))
