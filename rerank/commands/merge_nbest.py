@@ -14,7 +14,8 @@ feature over Moses' hypotheses of its sentence and ``Unreachable0= 1`` (0 elsewh
 to stderr. The moses.ini must be the one that made Moses' list (same features, same weights):
 
     rerank merge-nbest Moses=val.100best.gz RNNsearch=rnn.20best.gz --moses-ini moses.ini \\
-        --source val.en --moses /path/to/moses/bin/moses --threads 2 -o union.gz
+        --source val.en --moses $MOSES/bin/moses --threads 2 \\
+        --filter-script $MOSES/scripts/training/filter-model-given-input.pl -o union.gz
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     forced.add_argument("--moses", default="moses", metavar="BIN", help="the Moses decoder (default: moses on PATH)")
     forced.add_argument("--moses-system", metavar="NAME", help="the system whose list is Moses' (default: the first)")
     forced.add_argument("--threads", type=positive_int, default=1, metavar="N", help="Moses' threads (default 1)")
+    forced.add_argument("--filter-script", metavar="PL",
+                        help="Moses' filter-model-given-input.pl: filter the phrase tables to the source sentences "
+                             "first (faster loading, same features)")
     forced.add_argument("--moses-args", default="", metavar="ARGS",
                         help="more Moses options for the forced decoding, quoted (e.g. '-s 500')")
 
@@ -93,7 +97,8 @@ def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int
         moses_args = tuple(shlex.split(args.moses_args))
     except ValueError as e:
         raise RerankError(f"merge-nbest: --moses-args: {e}") from None
-    settings = ForcedDecoding(args.moses, args.moses_ini, threads=args.threads, moses_args=moses_args)
+    settings = ForcedDecoding(args.moses, args.moses_ini, threads=args.threads, moses_args=moses_args,
+                              filter_script=args.filter_script)
     entries, report = union_with_moses_features(systems, names.index(moses_name), settings, sources)
     write_nbest(entries, args.output)
     forced = report.forced

@@ -24,6 +24,7 @@ from rerank.rescore.forced import ForcedDecoding, force_decode
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MOSES = REPOSITORY.parent / "shared" / "tools" / "moses" / "bin" / "moses"
+FILTER = MOSES.parents[1] / "scripts" / "training" / "filter-model-given-input.pl"
 EXAMPLES = REPOSITORY / "examples" / "data"
 SENTENCES = 3
 UNKNOWN = "xyzzy"  # a word the phrase table does not have: Moses copies it to the output
@@ -110,6 +111,16 @@ def test_hypotheses_moses_cannot_produce_are_unreachable(system: System) -> None
     assert result.skipped == 2  # the empty one and the one with Moses' factor delimiter: Moses is not asked
     forced = result.derivations[-1]
     assert forced is not None and close(forced.dense, first.dense)
+
+
+@pytest.mark.skipif(not FILTER.is_file(), reason=f"{FILTER} not found")
+def test_filtering_the_tables_first_gives_the_same_features(system: System) -> None:
+    pairs = [(e.sentence_id, tuple(e.tokens)) for e in system.entries()][::3]
+    plain = force_decode(settings(system), system.sources, pairs)
+    filtered = force_decode(ForcedDecoding(str(MOSES), str(system.moses_ini), threads=2, filter_script=str(FILTER)),
+                            system.sources, pairs)
+    assert [d.line() if d else None for d in filtered.derivations] == \
+           [d.line() if d else None for d in plain.derivations]
 
 
 # ------------------------------------------------------------------------------------------- merge-nbest
