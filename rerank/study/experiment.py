@@ -17,7 +17,9 @@ checkpoint). The steps:
    per-word variant);
 5. for each row of the table, tune on dev with each optimiser and seed (``rerank tune``), apply
    the weights to dev and test (``rerank apply``) and score them (sacreBLEU); with the extra
-   models, a row with every feature and an ablation row without each extra one; with ``consensus``,
+   models, a row with every feature and an ablation row without each extra one; with Moses itself
+   (``moses.decoder``), the union in which every hypothesis has Moses' features (forced decoding,
+   ``rerank merge-nbest --moses-ini``); with ``consensus``,
    rows with MBRbleu0 and MBRchrf0 too (``rerank.features.mbr``, computed on each list as it is
    tuned); with ``list_sizes``, rows on each sentence's first N hypotheses of Moses' lists
    (``rerank cut-nbest``);
@@ -30,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import shlex
 import statistics
 import time
@@ -69,6 +72,8 @@ class MosesSystem:
     ini: str  # the tuned moses.ini: its [weight] section is the baseline
     language_model: str  # ARPA or KenLM binary, for the LM1 feature
     phrase_table: str | None = None  # scored with the encoder-decoder; None skips that step
+    decoder: str | None = None  # the moses binary: forced decoding gives the union Moses' features
+    filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables for forced decoding
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,19 @@ def consensus_rows(everything: Sequence[str]) -> tuple[Row, ...]:
                 ("InMoses", "InRNNsearch", *everything, *CONSENSUS_FEATURES), moses_features=False))
 
 
+def forced_rows(everything: Sequence[str], consensus: bool) -> tuple[Row, ...]:
+    """The union in which every hypothesis has Moses' features, with every feature (and the consensus ones)."""
+    from rerank.rescore.union import UNREACHABLE
+
+    features = (UNREACHABLE, "InMoses", "InRNNsearch", *everything)
+    title = "Moses ∪ RNNsearch n-best, Moses' features for every hypothesis, all features"
+    rows = [Row("union-moses", title, "union-moses", features)]
+    if consensus:
+        rows.append(Row("union-moses-consensus", f"{title} and consensus", "union-moses-mbr",
+                        (*features, *CONSENSUS_FEATURES)))
+    return tuple(rows)
+
+
 def size_rows(everything: Sequence[str], sizes: Sequence[int], consensus: bool) -> tuple[Row, ...]:
     """Every feature (and the consensus ones) on each sentence's first N hypotheses of Moses' list."""
     features = (*everything, *CONSENSUS_FEATURES) if consensus else tuple(everything)
@@ -235,9 +253,50 @@ class Experiment:
             scored = self.out / f"{name}.union.scored.gz"
             self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
                       [scored], self.score_nbest, union, split.source, scored)
+            if c.moses.decoder:
+                self.forced_union(name, split, features)
             self.consensus_and_sizes(name, split)
         results = self.tune_rows()
         return self.report(models, results)
+
+    def forced_union(self, name: str, split: Split, features: Path) -> None:
+        """The union of Moses' and RNNsearch's lists with Moses' features on every line (forced decoding
+        with :meth:`decoding_ini`), then scored with every feature."""
+        c = self.config
+        assert c.moses.decoder is not None
+        union, scored = self.out / f"{name}.union-moses.gz", self.out / f"{name}.union-moses.scored.gz"
+        systems = [("Moses", split.nbest), ("RNNsearch", str(self.out / f"{name}.rnnsearch.nbest.gz"))]
+        ini = self.decoding_ini()
+        threads = c.threads or 1
+        filter_flag = ["--filter-script", c.moses.filter_script] if c.moses.filter_script else []
+        self.step(["merge-nbest", *(f"{n}={p}" for n, p in systems), "--moses-ini", ini, "--source", split.source,
+                   "--moses", c.moses.decoder, "--threads", threads, *filter_flag, "-o", union], [union],
+                  forced_union_file, systems, ini, split.source, c.moses, threads, union,
+                  timing=f"forced decoding {name}")
+        self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
+                  [scored], self.score_nbest, union, split.source, scored)
+
+    def decoding_ini(self) -> Path:
+        """The moses.ini for Moses to decode with: ``moses.ini`` with each table or LM path that names no file
+        replaced by ``moses.phrase_table`` (a phrase dictionary's) or ``moses.language_model`` (KENLM's),
+        as for a shipped system whose moses.ini has placeholders for its directories."""
+        import glob
+
+        from rerank.formats.moses_ini import MosesIni
+
+        moses = self.config.moses
+        ini = MosesIni.read(moses.ini)
+        for feature in ini.features():
+            path = feature.args.get("path")
+            if path is None or os.path.exists(path) or glob.glob(glob.escape(path) + ".*"):
+                continue
+            if feature.kind.startswith("PhraseDictionary") and moses.phrase_table:
+                ini = ini.with_table_path(feature.name, str(Path(moses.phrase_table).resolve()))
+            elif feature.kind == "KENLM":
+                ini = ini.with_table_path(feature.name, str(Path(moses.language_model).resolve()))
+        output = self.out / "moses.decode.ini"
+        ini.write(output)
+        return output
 
     def consensus_and_sizes(self, name: str, split: Split) -> None:
         """The lists of the consensus and list-size rows: each sentence's first N hypotheses of Moses'
@@ -247,7 +306,8 @@ class Experiment:
         consensus = self.consensus_config() if c.consensus else None
         inputs: list[tuple[Path, str]] = []  # (a scored list, the name of the list with consensus features)
         if consensus:
-            inputs += [(self.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in ("moses", "union")]
+            pools = ("moses", "union", "union-moses") if c.moses.decoder else ("moses", "union")
+            inputs += [(self.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in pools]
         for size in c.list_sizes:
             moses, scored = self.out / f"{name}.moses.scored.gz", self.out / f"{name}.moses{size}.scored.gz"
             cut = self.out / f"{name}.moses{size}.cut.gz" if consensus else scored
@@ -304,6 +364,7 @@ class Experiment:
         c = self.config
         everything = (*NEW_FEATURES, *self.extra_features())
         return (*ROWS, *extended_rows(self.extra_features()), *(consensus_rows(everything) if c.consensus else ()),
+                *(forced_rows(everything, c.consensus) if c.moses.decoder else ()),
                 *size_rows(everything, c.list_sizes, c.consensus))
 
     def score_phrase_table(self, encdec: Path) -> None:
@@ -606,6 +667,22 @@ def train_model(config: TrainConfig, device: str = "cpu") -> None:
 
 def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) -> None:
     write_nbest(merge_nbest(systems), output)
+
+
+def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str, moses: MosesSystem, threads: int,
+                      output: Path) -> None:
+    """``rerank merge-nbest --moses-ini``: the union with Moses' features on every line."""
+    from rerank.formats.files import read_text
+    from rerank.rescore.forced import ForcedDecoding
+    from rerank.rescore.union import union_with_moses_features
+
+    assert moses.decoder is not None
+    settings = ForcedDecoding(moses.decoder, str(ini), threads=threads, filter_script=moses.filter_script)
+    entries, report = union_with_moses_features(systems, 0, settings, read_text(source))
+    write_nbest(entries, output)
+    forced = report.forced
+    logger.info("%s: %d lines, %d forced-decoded (%d unreachable) in %.0f s", output.name, report.lines,
+                len(forced.derivations), forced.unreachable, forced.seconds)
 
 
 def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import shlex
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from rerank.cli import main
-from rerank.study.experiment import ROWS, consensus_rows, extended_rows, size_rows
+from rerank.study.experiment import ROWS, consensus_rows, extended_rows, forced_rows, size_rows
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -153,3 +154,38 @@ def test_consensus_and_list_size_rows_with_the_oracle_of_each_pool(tmp_path: Pat
     commands = (run / "commands.sh").read_text()
     assert "rerank cut-nbest " in commands and "rerank oracle " in commands
     assert commands.count("rerank tune ") == len(ROWS) + len(extra)
+
+
+MOSES = REPO.parent / "shared" / "tools" / "moses" / "bin" / "moses"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.access(MOSES, os.X_OK), reason=f"the Moses decoder not found in {MOSES.parent}")
+def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -> None:
+    """moses.decoder: RNNsearch's hypotheses get Moses' features by forced decoding (the sample's
+    moses.ini names its files by placeholders: the config's phrase table and LM stand in), and the
+    union's row tunes them with every feature."""
+    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    experiment.update(output_dir=str(tmp_path / "run"), optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
+    for section in ("moses", "dev", "test"):
+        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
+    experiment["moses"]["decoder"] = str(MOSES)
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump(experiment))
+
+    assert main(["-q", "experiment", str(config)]) == 0
+    run = tmp_path / "run"
+    ini = (run / "moses.decode.ini").read_text()
+    assert f"path={REPO / 'examples' / 'data' / 'phrase-table.gz'} " in ini and "MODEL_DIR" not in ini
+    with gzip.open(run / "dev.union-moses.gz", "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    with gzip.open(run / "dev.union.gz", "rt", encoding="utf-8") as f:
+        assert len(f.read().splitlines()) == len(lines)
+    labels = ("Distortion0=", "LM0=", "WordPenalty0=", "PhrasePenalty0=", "TranslationModel0=", "Unreachable0=",
+              "InMoses=", "InRNNsearch=")
+    assert all(all(label in line for label in labels) for line in lines)
+    forced = [line for line in lines if "InMoses= 0" in line]
+    assert forced and any("Unreachable0= 0" in line for line in forced)
+    (row,) = forced_rows((), consensus=False)
+    assert f"| {row.title} |" in (run / "results.md").read_text()
+    assert "--moses-ini" in (run / "commands.sh").read_text()
