@@ -71,7 +71,8 @@ class Split:
 class MosesSystem:
     ini: str  # the tuned moses.ini: its [weight] section is the baseline
     language_model: str  # ARPA or KenLM binary, for the LM1 feature
-    phrase_table: str | None = None  # scored with the encoder-decoder; None skips that step
+    phrase_table: str | None = None  # scored with the encoder-decoder, and RNNsearch's dictionary for UNKs
+    score_table: bool = True  # false: use the phrase table for UNKs and forced decoding, without scoring it
     decoder: str | None = None  # the moses binary: forced decoding gives the union Moses' features
     filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables for forced decoding
 
@@ -375,7 +376,7 @@ class Experiment:
 
         moses = self.config.moses
         phrase_table = moses.phrase_table
-        if phrase_table is None:
+        if phrase_table is None or not moses.score_table:
             return
         table, ini = self.out / "phrase-table.rnn.gz", self.out / "moses.rnn.ini"
 

@@ -169,7 +169,7 @@ def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -
     experiment.update(output_dir=str(tmp_path / "run"), optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
     for section in ("moses", "dev", "test"):
         experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
-    experiment["moses"]["decoder"] = str(MOSES)
+    experiment["moses"].update(decoder=str(MOSES), score_table=False)
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump(experiment))
 
@@ -189,3 +189,4 @@ def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -
     (row,) = forced_rows((), consensus=False)
     assert f"| {row.title} |" in (run / "results.md").read_text()
     assert "--moses-ini" in (run / "commands.sh").read_text()
+    assert not (run / "phrase-table.rnn.gz").exists()  # score_table: false
