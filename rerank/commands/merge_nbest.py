@@ -104,7 +104,8 @@ def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int
     forced = report.forced
     per_thousand = 1000 * forced.seconds / len(forced.derivations) if forced.derivations else 0.0
     logging.getLogger(__name__).info(
-        "%d lines: %d copied from the list of %s, %d forced-decoded (%d reachable, %d unreachable: Unreachable0= 1); "
-        "forced decoding %.1f s (%.1f s per 1,000 hypotheses)", report.lines, report.from_moses, moses_name,
-        len(forced.derivations), forced.reachable, forced.unreachable, forced.seconds, per_thousand)
+        "%s lines: %s copied from the list of %s, %s forced-decoded (%s reachable, %s unreachable: Unreachable0= 1); "
+        "forced decoding %.1f s (%.1f s per 1,000 hypotheses)", f"{report.lines:,}", f"{report.from_moses:,}",
+        moses_name, f"{len(forced.derivations):,}", f"{forced.reachable:,}", f"{forced.unreachable:,}",
+        forced.seconds, per_thousand)
     return 0
