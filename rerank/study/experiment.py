@@ -247,15 +247,16 @@ class Experiment:
             self.step(["score-nbest", split.nbest, "--source", split.source, "--config", features, "-o", moses],
                       [moses], self.score_nbest, split.nbest, split.source, moses,
                       timing=f"score-nbest {name}")
-            union = self.out / f"{name}.union.gz"
-            rnnsearch = self.out / f"{name}.rnnsearch.nbest.gz"
-            self.step(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={rnnsearch}", "-o", union], [union],
-                      merge_nbest_file, [("Moses", split.nbest), ("RNNsearch", rnnsearch)], union)
-            scored = self.out / f"{name}.union.scored.gz"
-            self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
-                      [scored], self.score_nbest, union, split.source, scored)
-            if c.moses.decoder:
+            if c.moses.decoder:  # the union rows tune its lines' other features (the same hypotheses and values)
                 self.forced_union(name, split, features)
+            else:
+                union = self.out / f"{name}.union.gz"
+                rnnsearch = self.out / f"{name}.rnnsearch.nbest.gz"
+                self.step(["merge-nbest", f"Moses={split.nbest}", f"RNNsearch={rnnsearch}", "-o", union], [union],
+                          merge_nbest_file, [("Moses", split.nbest), ("RNNsearch", rnnsearch)], union)
+                scored = self.out / f"{name}.union.scored.gz"
+                self.step(["score-nbest", union, "--source", split.source, "--config", features, "-o", scored],
+                          [scored], self.score_nbest, union, split.source, scored)
             self.consensus_and_sizes(name, split)
         results = self.tune_rows()
         return self.report(models, results)
@@ -307,8 +308,7 @@ class Experiment:
         consensus = self.consensus_config() if c.consensus else None
         inputs: list[tuple[Path, str]] = []  # (a scored list, the name of the list with consensus features)
         if consensus:
-            pools = ("moses", "union", "union-moses") if c.moses.decoder else ("moses", "union")
-            inputs += [(self.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in pools]
+            inputs += [(self.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in ("moses", self.union_pool())]
         for size in c.list_sizes:
             moses, scored = self.out / f"{name}.moses.scored.gz", self.out / f"{name}.moses{size}.scored.gz"
             cut = self.out / f"{name}.moses{size}.cut.gz" if consensus else scored
@@ -364,9 +364,15 @@ class Experiment:
     def rows(self) -> tuple[Row, ...]:
         c = self.config
         everything = (*NEW_FEATURES, *self.extra_features())
-        return (*ROWS, *extended_rows(self.extra_features()), *(consensus_rows(everything) if c.consensus else ()),
+        rows = (*ROWS, *extended_rows(self.extra_features()), *(consensus_rows(everything) if c.consensus else ()),
                 *(forced_rows(everything, c.consensus) if c.moses.decoder else ()),
                 *size_rows(everything, c.list_sizes, c.consensus))
+        pool = {"union": self.union_pool(), "union-mbr": f"{self.union_pool()}-mbr"}
+        return tuple(dataclasses.replace(row, nbest=pool.get(row.nbest, row.nbest)) for row in rows)
+
+    def union_pool(self) -> str:
+        """The union's scored list: with Moses' features on every line where the study runs Moses."""
+        return "union-moses" if self.config.moses.decoder else "union"
 
     def score_phrase_table(self, encdec: Path) -> None:
         from rerank.formats.phrase_table import read_phrase_table
