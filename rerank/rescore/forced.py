@@ -15,7 +15,8 @@ pair ``k`` and the reference file holds ``k<TAB>hypothesis``. Two details of thi
   compares every factor), so without ``max-unknowns`` every hypothesis that keeps an unknown word
   would be unreachable. We set ``max-unknowns=-1``, under which an unknown word may stand for any
   reference word, ask for a few distinct derivations per line, and keep the best one whose words are
-  the hypothesis' words;
+  the hypothesis' words. Where none has them (several unknown words, which then match in any order),
+  a second run asks for more derivations of those lines;
 * a reference line must not be empty and a word must not contain Moses' factor delimiter ``|``:
   such hypotheses are unreachable without asking Moses (the Moses tokenizer escapes ``|``, so no
   phrase table produces one).
@@ -60,6 +61,7 @@ class ForcedDecoding:
     moses_ini: str
     threads: int = 1
     distinct: int = 3  # derivations asked per line: an unknown word may match another word (see above)
+    retry_distinct: int = 100  # asked again where only other words came back
     moses_args: tuple[str, ...] = ()  # more Moses options, e.g. ("-s", "500")
     filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables to the sources first
 
@@ -99,27 +101,41 @@ def force_decode(settings: ForcedDecoding, sources: Sequence[str], pairs: Sequen
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rerank-forced-") as directory:
         work = Path(directory)
-        references = work / "references.txt"
-        with open(work / "input.txt", "w", encoding="utf-8", newline="\n") as source_file, \
-                open(references, "w", encoding="utf-8", newline="\n") as reference_file:
-            for line, k in enumerate(asked):
-                sentence_id, words = pairs[k]
-                source_file.write(sources[sentence_id] + "\n")
-                reference_file.write(f"{line}\t{' '.join(words)}\n")
         if settings.filter_script is not None:
             ini = filtered_ini(settings.filter_script, settings.moses_ini,
                                sorted({sources[pairs[k][0]] for k in asked}), work)
-        ini.lines.insert(ini.headers["feature"] + 1,
-                         f"{CONSTRAINT_FEATURE} path={references} max-unknowns=-1")
-        ini.write(work / "moses.ini")
-        nbest = work / "forced.nbest"
-        command = [moses, "-f", str(work / "moses.ini"), "-threads", str(settings.threads),
-                   "-n-best-list", str(nbest), str(settings.distinct), "distinct", *settings.moses_args]
         logger.info("forced decoding of %s with %s (%s)", counted(len(asked), "hypothesis", "hypotheses"),
                     display_name(settings.moses_ini), counted(settings.threads, "thread"))
-        run_moses(command, work / "input.txt", work / "moses.log", settings.moses_ini)
-        layout = _read_derivations(nbest, [pairs[k][1] for k in asked], derivations, asked)
+        layout, retry = _decode(moses, ini, settings, settings.distinct, sources, pairs, asked, derivations, work)
+        if retry:  # only other words came back: unknown words in another order, ask for more derivations
+            logger.info("forced decoding again of %s with %d derivations each",
+                        counted(len(retry), "hypothesis", "hypotheses"), settings.retry_distinct)
+            layout2, _ = _decode(moses, ini, settings, settings.retry_distinct, sources, pairs, retry, derivations,
+                                 work)
+            layout = layout or layout2
     return ForcedResult(derivations, layout, time.perf_counter() - start, len(pairs) - len(asked))
+
+
+def _decode(moses: str, ini: MosesIni, settings: ForcedDecoding, distinct: int, sources: Sequence[str],
+            pairs: Sequence[Pair], asked: Sequence[int], derivations: list[NBestEntry | None], work: Path
+            ) -> tuple[FeatureLayout | None, list[int]]:
+    """One Moses run on ``pairs[k]`` for each ``k`` in ``asked``, filling ``derivations[k]``; returns the
+    features' layout and the ``k`` for which Moses found derivations, none of them with the pair's words."""
+    references = work / "references.txt"
+    with open(work / "input.txt", "w", encoding="utf-8", newline="\n") as source_file, \
+            open(references, "w", encoding="utf-8", newline="\n") as reference_file:
+        for line, k in enumerate(asked):
+            sentence_id, words = pairs[k]
+            source_file.write(sources[sentence_id] + "\n")
+            reference_file.write(f"{line}\t{' '.join(words)}\n")
+    constrained = MosesIni(ini.lines, ini.path)
+    constrained.lines.insert(ini.headers["feature"] + 1, f"{CONSTRAINT_FEATURE} path={references} max-unknowns=-1")
+    constrained.write(work / "moses.ini")
+    nbest = work / "forced.nbest"
+    command = [moses, "-f", str(work / "moses.ini"), "-threads", str(settings.threads),
+               "-n-best-list", str(nbest), str(distinct), "distinct", *settings.moses_args]
+    run_moses(command, work / "input.txt", work / "moses.log", settings.moses_ini)
+    return _read_derivations(nbest, [pairs[k][1] for k in asked], derivations, asked)
 
 
 def decodable(words: Sequence[str]) -> bool:
@@ -190,12 +206,13 @@ def _moses_complaint(log: Path) -> str:
 
 
 def _read_derivations(nbest: Path, wanted: Sequence[tuple[str, ...]], derivations: list[NBestEntry | None],
-                      asked: Sequence[int]) -> FeatureLayout | None:
+                      asked: Sequence[int]) -> tuple[FeatureLayout | None, list[int]]:
     """Fill ``derivations[asked[line]]`` with the best entry of Moses' list for input ``line`` whose words
-    are ``wanted[line]``; returns the features' layout."""
+    are ``wanted[line]``; returns the features' layout and the ``asked[line]`` that had only other words."""
     layout = None
+    missed: list[int] = []
     if not nbest.exists():
-        return None
+        return None, missed
     for line, entries in group_by_sentence(read_nbest(nbest)):
         if not 0 <= line < len(wanted):
             raise RerankError(f"forced decoding: Moses' n-best list has an id {line} beyond its input")
@@ -204,4 +221,6 @@ def _read_derivations(nbest: Path, wanted: Sequence[tuple[str, ...]], derivation
             if tuple(entry.tokens) == wanted[line]:
                 derivations[asked[line]] = entry
                 break
-    return layout
+        else:
+            missed.append(asked[line])
+    return layout, missed

@@ -113,6 +113,21 @@ def test_hypotheses_moses_cannot_produce_are_unreachable(system: System) -> None
     assert forced is not None and close(forced.dense, first.dense)
 
 
+def test_unknown_words_match_in_their_own_order(system: System) -> None:
+    """Under max-unknowns=-1 unknown words match any reference word: forcing "... xyzzy runs ." also
+    gives the better-scoring "... runs xyzzy ."; a second run with more derivations finds the right one."""
+    swapped = [e for e in system.entries() if e.sentence_id == SENTENCES
+               and e.tokens.index(UNKNOWN) < e.tokens.index("runs")]
+    assert swapped
+    pairs = [(SENTENCES, tuple(e.tokens)) for e in swapped]
+    one = ForcedDecoding(str(MOSES), str(system.moses_ini), threads=2, distinct=1, retry_distinct=1)
+    assert force_decode(one, system.sources, pairs).reachable < len(pairs)
+    retried = force_decode(ForcedDecoding(str(MOSES), str(system.moses_ini), threads=2, distinct=1),
+                           system.sources, pairs)
+    for entry, forced in zip(swapped, retried.derivations, strict=True):
+        assert forced is not None and forced.tokens == entry.tokens and close(forced.dense, entry.dense)
+
+
 @pytest.mark.skipif(not FILTER.is_file(), reason=f"{FILTER} not found")
 def test_filtering_the_tables_first_gives_the_same_features(system: System) -> None:
     pairs = [(e.sentence_id, tuple(e.tokens)) for e in system.entries()][::3]
