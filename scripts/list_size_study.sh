@@ -7,20 +7,21 @@
 #     300 and 100 hypotheses of them (`rerank cut-nbest`), checked against the shipped 100-best lists.
 #  2. RNNsearch's own n-best lists (examples/models/rnnsearch): beam 20 / 20-best and beam 50 / 50-best.
 #  3. The oracle BLEU of every list (`rerank oracle`), beside its 1-best BLEU.
-#  4. The features of each list: LM1 WP1 UNK1 and the consensus features MBRbleu0 MBRchrf0 (computed
-#     on each size's own list: they depend on it) on every size; RNN0 and RNNsearch0 (the shipped
-#     models, configs/rescore-multi30k-shipped.yaml) once per hypothesis of the 1000-best list, in
-#     parts (hypotheses 1-100, 101-300, 301-1000), for the sizes in NEURAL_SIZES. MERT on val (seeds
+#  4. The features of each list: LM1 WP1 UNK1; the consensus features MBRbleu0 MBRchrf0 (computed on
+#     each size's own list: they depend on it) for the sizes in MBR_SIZES; RNN0 and RNNsearch0 (the
+#     shipped models, configs/rescore-multi30k-shipped.yaml) once per hypothesis of the 1000-best
+#     list, in parts (hypotheses 1-100, 101-300, 301-1000), for the sizes in NEURAL_SIZES. MERT on val (seeds
 #     1 2 3, from the shipped weights) with Moses' features alone, with the cheap features, and with
 #     all of them; the weights applied to the test list of the same size.
 #
 # usage: bash scripts/list_size_study.sh [SHARED]      (from anywhere; SHARED defaults to ../shared)
 # environment:
-#   NBEST_FACTOR  Moses' -n-best-factor for the 1000-best lists (default 10, see the README: Moses'
-#                 default, 20, costs about 4 times the CPU there)
+#   NBEST_FACTOR  Moses' -n-best-factor for the 1000-best lists (default 10; Moses' default, 20,
+#                 costs about 3.5 times the CPU: see the README)
 #   SPLITS        the splits to build and score (default "val test"); the tuning step needs both
-#   NEURAL_SIZES  the list sizes that get the rows with the neural features (default "100 300 1000";
-#                 on 2 shared cores they cost about 1 CPU-second per 100 hypotheses)
+#   MBR_SIZES     the list sizes that get the rows with the consensus features (default "100 300 1000")
+#   NEURAL_SIZES  those that also get the rows with the neural features (default "100 300 1000"; each
+#                 must be in MBR_SIZES)
 #   SEEDS         MERT seeds (default "1 2 3"); THREADS (default 2); WORK (default runs/lists)
 # Every step whose output exists is skipped: start the script again after a stop. Wall times of the
 # steps go to $WORK/times.txt, the BLEU of every tuning run to $WORK/results.txt.
@@ -31,6 +32,7 @@ SHARED=$(cd "${1:-$ROOT/../shared}" && pwd)
 NBEST_FACTOR=${NBEST_FACTOR:-10}
 SPLITS=${SPLITS:-val test}
 NEURAL_SIZES=${NEURAL_SIZES-100 300 1000}
+MBR_SIZES=${MBR_SIZES-100 300 1000}
 SEEDS=${SEEDS:-1 2 3}
 THREADS=${THREADS:-2}
 RERANK=$ROOT/.venv/bin/rerank
@@ -122,11 +124,14 @@ done
 #    RNN0 and RNNsearch0, once per hypothesis of the 1000-best list, in parts so that the smaller lists'
 #    rows come first: each sentence's hypotheses 1-100, then 101-300, then 301-1000 (a hypothesis'
 #    scores do not depend on the others), appended to the lists of the cheap features.
-base() {
+cheap() {
     local split=$1 n=$2
     [ -s "$W/moses.$split.${n}best.lm.gz" ] || step "score-nbest $split $n (LM1 WP1 UNK1)" \
         "$RERANK" score-nbest "$W/moses.$split.${n}best.gz" --lm "$DATA/lm/train.fr.4.arpa" --word-penalty \
         --unk-vocab examples/models/rnnsearch/vocab.trg.txt -o "$W/moses.$split.${n}best.lm.gz"
+}
+consensus() {
+    local split=$1 n=$2
     [ -s "$W/moses.$split.${n}best.base.gz" ] || step "score-nbest $split $n (MBR)" \
         "$RERANK" score-nbest "$W/moses.$split.${n}best.lm.gz" --config configs/consensus.yaml \
         -o "$W/moses.$split.${n}best.base.gz"
@@ -177,7 +182,7 @@ moses=$(set +o pipefail; zcat "$W/moses.val.100best.gz" | head -1 | awk -F' [|][
         tr ' ' '\n' | sed -n 's/=$//p' | paste -sd,)
 declare -A ROWS=([moses]="$moses" [base]="$moses,LM1,WP1,UNK1,MBRbleu0,MBRchrf0"
                  [all]="$moses,RNN0,RNNsearch0,LM1,WP1,UNK1,MBRbleu0,MBRchrf0")
-declare -A LISTS=([moses]=base [base]=base [all]=all)
+declare -A LISTS=([moses]=lm [base]=base [all]=all)
 bleu() { "$RERANK" evaluate --tokenize none -r "$1" "$2" --json - |
          python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["systems"][0]["bleu"])'; }
 mkdir -p "$W/tuning"
@@ -199,12 +204,15 @@ tune() {
             "$(bleu "${REF[test]}" "$out.test.1best")" >> "$W/results.txt"
     done
 }
-both=no; case " $SPLITS " in *" val "*" test "*|*" test "*" val "*) both=yes ;; esac
+both=no; case " $SPLITS " in *" val "*) case " $SPLITS " in *" test "*) both=yes ;; esac ;; esac
+in_list() { case " $2 " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 for n in 100 300 1000; do
-    for split in $SPLITS; do base "$split" "$n"; done
-    if [ $both = yes ]; then tune "$n" moses; tune "$n" base; fi
-done
-for n in $NEURAL_SIZES; do
+    for split in $SPLITS; do cheap "$split" "$n"; done
+    if [ $both = yes ]; then tune "$n" moses; fi
+    in_list "$n" "$MBR_SIZES" || continue
+    for split in $SPLITS; do consensus "$split" "$n"; done
+    if [ $both = yes ]; then tune "$n" base; fi
+    in_list "$n" "$NEURAL_SIZES" || continue
     for split in $SPLITS; do neural "$split" "$n"; done
     if [ $both = yes ]; then tune "$n" all; fi
 done
