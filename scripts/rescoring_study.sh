@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # The rescoring study of README "More neural features": a Moses system's val and test_2016_flickr
-# 100-best lists scored with every neural feature (two RNNsearch models, an ensemble of three seeds,
-# the right-to-left and the French-to-English channel models), the 4-gram LM again and two penalties;
-# then MERT on val for every feature set (all, all but one, the first round's), seeds 1 2 3, applied to
-# test; the ensemble's own 20-best lists; the union of both lists; the oracle BLEU of each pool.
+# 100-best lists scored with the neural features it is given (a second RNNsearch, an ensemble of three
+# seeds, the right-to-left and the French-to-English channel models, the CSLM) beside the first round's
+# (the shipped encoder-decoder and RNNsearch, the 4-gram LM again and two penalties); then MERT (and
+# OPTIMIZERS) on val for every feature set (the first round's, it plus each new feature, all, all but
+# one), seeds 1 2 3, applied to test; with ENSEMBLE, the ensemble's own 20-best lists and the union of
+# both lists; the oracle BLEU of each pool.
 #
 # usage: bash scripts/rescoring_study.sh [SHARED]
-# environment:
-#   SMALL       rnnsearch-small trained with seed 1234 (configs/rnnsearch-small.yaml)      [required]
-#   ENSEMBLE    three rnnsearch-small seeds, space-separated (SMALL and --seed 2, 3)      [required]
-#   R2L         the right-to-left model (configs/rnnsearch-small-r2l.yaml)                 [required]
-#   CHANNEL     the French-to-English model (configs/rnnsearch-small-fr-en.yaml)           [required]
+# environment (the models: give at least one):
+#   SMALL       rnnsearch-small trained with seed 1234 (configs/rnnsearch-small.yaml): Small0
+#   ENSEMBLE    three rnnsearch-small seeds, space-separated (SMALL and --seed 2, 3): Ens0, and the union
+#   R2L         a right-to-left model (configs/rnnsearch-small-r2l.yaml): R2L0
+#   CHANNEL     a French-to-English model (configs/rnnsearch-small-fr-en.yaml): Chan0
+#   CSLM        a CSLM (configs/cslm.yaml), completed by the Moses system's 4-gram LM: CSLM0
 #   LISTS       a folder with val.100best.gz and test.100best.gz; default: those of the RNNsearch-column
-#               system of scripts/phrase_table_study.sh, tuning run 1 (its seed1.* files are linked here)
+#               system of scripts/phrase_table_study.sh, tuning run 1 (its seed1.* files are linked here);
+#               "shipped": the shipped Moses system's lists, from its moses.ini (INIT's default then)
 #   INIT        the system's tuned weights, MERT's starting point (YAML or moses.ini; default: that run's)
 #   SENTENCES   the first N sentences only (a quick check of the whole pipeline; default: all)
 #   SEEDS       tuning seeds (default "1 2 3"), OPTIMIZERS (default "mert"), THREADS (default 2),
@@ -22,8 +26,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SHARED=$(cd "${1:-$ROOT/../shared}" && pwd)
-: "${SMALL:?the rnnsearch-small model}" "${ENSEMBLE:?three rnnsearch-small seeds}" "${R2L:?the R2L model}" \
-  "${CHANNEL:?the fr-en model}"
+SMALL=${SMALL:-} ENSEMBLE=${ENSEMBLE:-} R2L=${R2L:-} CHANNEL=${CHANNEL:-} CSLM=${CSLM:-}
+[ -n "$SMALL$ENSEMBLE$R2L$CHANNEL$CSLM" ] || { echo "rescoring_study: give SMALL, ENSEMBLE, R2L, CHANNEL or CSLM" >&2; exit 2; }
 SEEDS=${SEEDS:-1 2 3}
 OPTIMIZERS=${OPTIMIZERS:-mert}
 THREADS=${THREADS:-2}
@@ -34,7 +38,13 @@ TOK=$SHARED/data/multi30k/tok
 W=$(mkdir -p "${WORK:-$ROOT/runs/rescoring-study}" && cd "${WORK:-$ROOT/runs/rescoring-study}" && pwd)
 
 # 1. The inputs: sources, references and the system's lists (cut to SENTENCES for a quick check).
-if [ -z "${LISTS:-}" ]; then
+if [ "${LISTS:-}" = shipped ]; then
+    LISTS=$W/system
+    mkdir -p "$LISTS"
+    ln -sf "$DATA/nbest/val.100best.gz" "$LISTS/val.100best.gz"
+    ln -sf "$DATA/nbest/test_2016_flickr.100best.gz" "$LISTS/test.100best.gz"
+    INIT=${INIT:-$DATA/model/moses.ini}
+elif [ -z "${LISTS:-}" ]; then
     LISTS=$W/system
     mkdir -p "$LISTS"
     study=$ROOT/runs/phrase-table-study/rnnsearch
@@ -57,21 +67,36 @@ for split in val test; do
 done
 
 # 2. Every feature, on both lists.
-read -r -a ens <<< "$ENSEMBLE"
-ens_yaml=$(printf '%s, ' "${ens[@]}"); ens_yaml="[${ens_yaml%, }]"
-cat > "$W/features.yaml" <<YAML
-batch_sentences: 64
-features:
-  - {kind: nmt, name: RNN0, model: $ROOT/examples/models/encdec, device: $DEVICE}
-  - {kind: nmt, name: RNNsearch0, model: $ROOT/examples/models/rnnsearch, device: $DEVICE}
-  - {kind: nmt, name: Small0, model: $SMALL, device: $DEVICE}
-  - {kind: nmt, name: Ens0, model: $ens_yaml, per_word: true, device: $DEVICE}
-  - {kind: nmt, name: R2L0, model: $R2L, per_word: true, device: $DEVICE}
-  - {kind: nmt, name: Chan0, model: $CHANNEL, channel: true, per_word: true, device: $DEVICE}
-  - {kind: kenlm, name: LM1, path: $DATA/lm/train.fr.4.arpa}
-  - {kind: word-penalty, name: WP1}
-  - {kind: unk-penalty, name: UNK1, vocab: $ROOT/examples/models/rnnsearch/vocab.trg.txt}
-YAML
+extra=
+{
+    echo "batch_sentences: 64"
+    echo "features:"
+    echo "  - {kind: nmt, name: RNN0, model: $ROOT/examples/models/encdec, device: $DEVICE}"
+    echo "  - {kind: nmt, name: RNNsearch0, model: $ROOT/examples/models/rnnsearch, device: $DEVICE}"
+    if [ -n "$SMALL" ]; then
+        echo "  - {kind: nmt, name: Small0, model: $SMALL, device: $DEVICE}"; extra+=" Small0"
+    fi
+    if [ -n "$ENSEMBLE" ]; then
+        read -r -a ens <<< "$ENSEMBLE"
+        ens_yaml=$(printf '%s, ' "${ens[@]}")
+        echo "  - {kind: nmt, name: Ens0, model: [${ens_yaml%, }], per_word: true, device: $DEVICE}"; extra+=" Ens0"
+    fi
+    if [ -n "$R2L" ]; then
+        echo "  - {kind: nmt, name: R2L0, model: $R2L, per_word: true, device: $DEVICE}"; extra+=" R2L0"
+    fi
+    if [ -n "$CHANNEL" ]; then
+        echo "  - {kind: nmt, name: Chan0, model: $CHANNEL, channel: true, per_word: true, device: $DEVICE}"
+        extra+=" Chan0"
+    fi
+    if [ -n "$CSLM" ]; then
+        echo "  - {kind: cslm, name: CSLM0, model: $CSLM, lm: $DATA/lm/train.fr.4.arpa, device: $DEVICE}"
+        extra+=" CSLM0"
+    fi
+    echo "  - {kind: kenlm, name: LM1, path: $DATA/lm/train.fr.4.arpa}"
+    echo "  - {kind: word-penalty, name: WP1}"
+    echo "  - {kind: unk-penalty, name: UNK1, vocab: $ROOT/examples/models/rnnsearch/vocab.trg.txt}"
+} > "$W/features.yaml"
+extra=${extra# }
 for split in val test; do
     [ -s "$W/$split.scored.gz" ] || "$RERANK" -q score-nbest "${LIST[$split]}" --source "${SRC[$split]}" \
         --config "$W/features.yaml" --threads "$THREADS" -o "$W/$split.scored.gz"
@@ -80,6 +105,7 @@ done
 # 3. The ensemble's own 20-best lists (beam 20), the union with the system's, scored the same way
 #    but for the system's own features, which exist only for its hypotheses.
 for split in val test; do
+    [ -n "$ENSEMBLE" ] || break
     [ -s "$W/$split.ensemble.20best.gz" ] || "$RERANK" -q translate --model "${ens[@]}" -i "${SRC[$split]}" \
         --beam 20 --nbest 20 --length-penalty wu --device "$DEVICE" -o "$W/$split.ensemble.20best.gz"
     [ -s "$W/$split.union.gz" ] || "$RERANK" -q merge-nbest Moses="${LIST[$split]}" \
@@ -93,15 +119,19 @@ moses=$(set +o pipefail; zcat "${LIST[val]}" | head -1 | awk -F' [|][|][|] ' '{ 
 new=RNN0,RNNsearch0,LM1,WP1,UNK1
 extra="Small0 Ens0 R2L0 Chan0"
 declare -A ROWS=([base]="$moses,$new" [all]="$moses,$new,${extra// /,}")
+rows="base"
+for add in $extra; do ROWS[plus-$add]="$moses,$new,$add"; rows+=" plus-$add"; done
+rows+=" all"
 for drop in RNN0 RNNsearch0 LM1 $extra; do
     ROWS[without-$drop]=$(tr ',' '\n' <<< "${ROWS[all]}" | grep -vx "$drop" | paste -sd,)
+    rows+=" without-$drop"
 done
-ROWS[union]="InMoses,InEnsemble,$new,${extra// /,}"
+if [ -n "$ENSEMBLE" ]; then ROWS[union]="InMoses,InEnsemble,$new,${extra// /,}"; rows+=" union"; fi
 bleu() { "$RERANK" evaluate --tokenize none -r "$1" "$2" --json - |
          python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["systems"][0]["bleu"])'; }
 mkdir -p "$W/tuning"
 printf '%-22s %-6s %-5s %7s %7s\n' row optim seed val test > "$W/results.txt"
-for row in base all $(for d in RNN0 RNNsearch0 LM1 $extra; do echo "without-$d"; done) union; do
+for row in $rows; do
     prefix=; [ "$row" = union ] && prefix=union.
     for optimizer in $OPTIMIZERS; do
         for seed in $SEEDS; do
@@ -126,5 +156,7 @@ awk 'NR > 1 { k = $1 " " $2; n[k]++; v[k] += $4; vv[k] += $4 * $4; t[k] += $5; t
            printf "%-30s val %.2f ± %.2f  test %.2f ± %.2f\n", k, mv, sqrt((vv[k] - n[k] * mv * mv) / d + 1e-12),
                   mt, sqrt((tt[k] - n[k] * mt * mt) / d + 1e-12) } }' "$W/results.txt" | sort
 for split in val test; do
-    "$RERANK" oracle -r "${REF[$split]}" "${LIST[$split]}" "$W/$split.ensemble.20best.gz" "$W/$split.union.gz"
+    pools=("${LIST[$split]}")
+    [ -z "$ENSEMBLE" ] || pools+=("$W/$split.ensemble.20best.gz" "$W/$split.union.gz")
+    "$RERANK" oracle -r "${REF[$split]}" "${pools[@]}"
 done

@@ -8,13 +8,14 @@ outputs exist is skipped, so a stopped run picks up where it was (training resum
 checkpoint). The steps:
 
 1. train the encoder-decoder and RNNsearch (``rerank train``), and where the config names them, more
-   RNNsearch seeds (an ensemble), a right-to-left RNNsearch and a target-to-source one (the channel);
+   RNNsearch seeds (an ensemble), a right-to-left RNNsearch, a target-to-source one (the channel) and a
+   CSLM;
 2. score the phrase table with the encoder-decoder (``rerank score-table``);
 3. decode dev and test with both models (``rerank translate``; RNNsearch also as an n-best list);
 4. add RNN0, RNNsearch0, LM1, WP1 and UNK1 to Moses' n-best lists, and to the union of Moses' and
    RNNsearch's n-best lists with "which system" indicators (``rerank merge-nbest``,
    ``rerank score-nbest``); with the extra models also Ens0, R2L0 and Chan0 (each with its
-   per-word variant);
+   per-word variant) and CSLM0;
 5. for each row of the table, tune on dev with each optimiser and seed (``rerank tune``), apply
    the weights to dev and test (``rerank apply``) and score them (sacreBLEU); with the extra
    models, a row with every feature and an ablation row without each extra one; with Moses itself
@@ -99,6 +100,7 @@ class ExperimentConfig:
     ensemble_seeds: tuple[int, ...] = ()  # more seeds of ``rnnsearch`` (a config): Ens0, the ensemble's ln p
     right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
     channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
+    cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
     consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
     list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
 
@@ -134,7 +136,7 @@ ROWS = (
 )
 
 
-EXTRA_FEATURES = {"ensemble": "Ens0", "right_to_left": "R2L0", "channel": "Chan0"}  # the extra models' labels
+EXTRA_FEATURES = {"ensemble": "Ens0", "right_to_left": "R2L0", "channel": "Chan0", "cslm": "CSLM0"}  # their labels
 
 
 def extended_rows(extras: Sequence[str]) -> tuple[Row, ...]:
@@ -352,13 +354,29 @@ class Experiment:
             self.step(["train", "--config", config, "--output-dir", directory, *seed_flag, *self.device_flag()], [],
                       train_model, train_config, self.config.device, timing=f"train {name}")
             models[name] = directory
+        if c.cslm is not None:
+            models["cslm"] = self.train_cslm(c.cslm)
         return models
+
+    def train_cslm(self, config: str) -> Path:
+        """The CSLM of ``config`` (a training config, or a trained model directory to use as it is)."""
+        from rerank.training.cslm import CSLMTrainConfig, train_cslm
+
+        if Path(config).is_dir():
+            logger.info("cslm: the trained model in %s", config)
+            return Path(config)
+        directory = self.out / "models" / "cslm"
+        train_config = dataclasses.replace(from_dict(CSLMTrainConfig, load_yaml(config), config),
+                                           output_dir=str(directory))
+        self.step(["train", "--config", config, "--output-dir", directory, *self.device_flag()], [], train_cslm,
+                  train_config, self.config.device, timing="train cslm")
+        return directory
 
     def extra_features(self) -> tuple[str, ...]:
         """The labels of the extra models' features this study has (see :data:`EXTRA_FEATURES`)."""
         c = self.config
         present = {"ensemble": bool(c.ensemble_seeds), "right_to_left": c.right_to_left is not None,
-                   "channel": c.channel is not None}
+                   "channel": c.channel is not None, "cslm": c.cslm is not None}
         return tuple(label for key, label in EXTRA_FEATURES.items() if present[key])
 
     def rows(self) -> tuple[Row, ...]:
@@ -413,7 +431,10 @@ class Experiment:
             "Ens0": {"model": seeds}, "R2L0": {"model": str(models.get("right_to_left"))},
             "Chan0": {"model": str(models.get("channel")), "channel": True}}
         features += [{"kind": "nmt", "name": label, **extras[label], "per_word": True, **device}
-                     for label in self.extra_features()]
+                     for label in self.extra_features() if label in extras]
+        if "cslm" in models:
+            features.append({"kind": "cslm", "name": "CSLM0", "model": str(models["cslm"]),
+                             "lm": self.config.moses.language_model, **device})
         path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
         return path
 
@@ -638,17 +659,25 @@ class Experiment:
 
     def model_summary(self, models: dict[str, Path]) -> list[str]:
         from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
+        from rerank.models.cslm import load_cslm_net
 
         lines = []
         for name, directory in models.items():
-            loaded = load_model(directory)
-            parameters = sum(p.numel() for p in loaded.model.parameters())
-            line = (f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, vocabularies "
-                    f"{len(loaded.src_vocab)}/{len(loaded.trg_vocab)}")
+            if name == "cslm":
+                net, vocab = load_cslm_net(directory)
+                parameters = sum(p.numel() for p in net.parameters())
+                line = f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, shortlist {len(vocab)}"
+                perplexity = "validation perplexity of the network on shortlist n-grams"
+            else:
+                loaded = load_model(directory)
+                parameters = sum(p.numel() for p in loaded.model.parameters())
+                line = (f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, vocabularies "
+                        f"{len(loaded.src_vocab)}/{len(loaded.trg_vocab)}")
+                perplexity = "validation perplexity"
             if (directory / CHECKPOINT).exists():  # trained by this study
                 progress = load_state(directory / CHECKPOINT)["progress"]
-                line += (f", {progress['updates']} updates in {progress['seconds'] / 60:.0f} min, best validation "
-                         f"perplexity {progress['best_ppl']:.2f}")
+                line += (f", {progress['updates']} updates in {progress['seconds'] / 60:.0f} min, best {perplexity} "
+                         f"{progress['best_ppl']:.2f}")
             lines.append(line)
         return lines
 

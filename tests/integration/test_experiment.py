@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from rerank.cli import main
+from rerank.formats.nbest import read_nbest
 from rerank.study.experiment import ROWS, consensus_rows, extended_rows, forced_rows, size_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,9 +76,10 @@ def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> None:
-    """More RNNsearch seeds, a right-to-left and a target-to-source RNNsearch: each is trained, scores the
-    lists (Ens0, R2L0, Chan0 with their per-word values), and the table has a row with every feature,
-    one without each extra feature, and the union with every feature; the ensemble decodes too."""
+    """More RNNsearch seeds, a right-to-left and a target-to-source RNNsearch and a CSLM: each is trained,
+    scores the lists (Ens0, R2L0, Chan0 with their per-word values, CSLM0), and the table has a row with
+    every feature, one without each extra feature, and the union with every feature; the ensemble decodes
+    too."""
     configs = {}
     for name in ("encdec", "rnnsearch", "right_to_left", "channel"):
         config = tiny_training_config("encdec" if name == "encdec" else "rnnsearch")
@@ -89,6 +91,11 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
                 data[part] = {"source": data[part]["target"], "target": data[part]["source"]}
         configs[name] = tmp_path / f"{name}.yaml"
         configs[name].write_text(yaml.safe_dump(config))
+    configs["cslm"] = tmp_path / "cslm.yaml"
+    configs["cslm"].write_text(yaml.safe_dump({
+        "model": {"architecture": "cslm", "order": 4, "embedding_size": 8, "hidden_sizes": [16, 12]},
+        "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
+        "training": {"batch_size": 64, "max_updates": 10, "valid_every": 10, "threads": 1}}))
     experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
     experiment.update(output_dir=str(tmp_path / "run"), **{k: str(v) for k, v in configs.items()},
                       ensemble_seeds=[2], optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
@@ -104,13 +111,19 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     for label in ("Ens0=", "R2L0=", "Chan0="):
         total, per_word = map(float, line.split(" ||| ")[2].split(label)[1].split()[:2])  # the sum, per word
         assert total < per_word < 0
+    entry = next(read_nbest(run / "dev.moses.scored.gz"))
+    cslm = entry.dense[entry.layout.offsets()["CSLM0"]]
+    assert len(cslm) == 1 and cslm[0] < 0  # ln p(hypothesis), no per-word value
     results = (run / "results.md").read_text()
-    rows = extended_rows(("Ens0", "R2L0", "Chan0"))
-    assert [row.key for row in rows] == ["extended", "without-Ens0", "without-R2L0", "without-Chan0", "union-extended"]
+    rows = extended_rows(("Ens0", "R2L0", "Chan0", "CSLM0"))
+    assert [row.key for row in rows] == ["extended", "without-Ens0", "without-R2L0", "without-Chan0", "without-CSLM0",
+                                         "union-extended"]
     for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title for row in (*ROWS, *rows))]:
         assert f"| {title} |" in results
+    assert f"- cslm ({run / 'models' / 'cslm'}): " in results and "10 updates" in results
     commands = (run / "commands.sh").read_text()
     assert "--seed 2" in commands and commands.count("rerank tune ") == len(ROWS) + len(rows)
+    assert f"rerank train --config {configs['cslm']} --output-dir {run / 'models' / 'cslm'}" in commands
     ensemble_translate = [line for line in commands.splitlines()
                           if line.startswith("rerank translate") and "dev.ensemble.1best" in line][0]
     assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
