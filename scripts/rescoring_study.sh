@@ -117,7 +117,6 @@ done
 # 4. The rows: MERT (and OPTIMIZERS) on val for each feature set, the weights applied to test.
 moses=$(set +o pipefail; zcat "${LIST[val]}" | head -1 | awk -F' [|][|][|] ' '{ print $3 }' | tr ' ' '\n' | sed -n 's/=$//p' | paste -sd,)
 new=RNN0,RNNsearch0,LM1,WP1,UNK1
-extra="Small0 Ens0 R2L0 Chan0"
 declare -A ROWS=([base]="$moses,$new" [all]="$moses,$new,${extra// /,}")
 rows="base"
 for add in $extra; do ROWS[plus-$add]="$moses,$new,$add"; rows+=" plus-$add"; done
