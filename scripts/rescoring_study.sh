@@ -5,7 +5,8 @@
 # (the shipped encoder-decoder and RNNsearch, the 4-gram LM again and two penalties); then MERT (and
 # OPTIMIZERS) on val for every feature set (the first round's, it plus each new feature, all, all but
 # one), seeds 1 2 3, applied to test; with ENSEMBLE, the ensemble's own 20-best lists and the union of
-# both lists; the oracle BLEU of each pool.
+# both lists; with UNION=rnnsearch, the union with the shipped RNNsearch's 20-best lists in which every
+# line has Moses' features (forced decoding with the real Moses); the oracle BLEU of each pool.
 #
 # usage: bash scripts/rescoring_study.sh [SHARED]
 # environment (the models: give at least one):
@@ -16,7 +17,10 @@
 #   CSLM        a CSLM (configs/cslm.yaml), completed by the Moses system's 4-gram LM: CSLM0
 #   LISTS       a folder with val.100best.gz and test.100best.gz; default: those of the RNNsearch-column
 #               system of scripts/phrase_table_study.sh, tuning run 1 (its seed1.* files are linked here);
-#               "shipped": the shipped Moses system's lists, from its moses.ini (INIT's default then)
+#               "shipped": the shipped Moses system's lists (INIT and MOSES_INI: its moses.ini)
+#   UNION       "rnnsearch": the union with the shipped RNNsearch's 20-best (beam 20, UNK replacement from
+#               the phrase table), Moses' features on every line by forced decoding with MOSES_INI, the
+#               moses.ini that made the lists (its paths absolute), and the Moses of SHARED/tools/moses
 #   INIT        the system's tuned weights, MERT's starting point (YAML or moses.ini; default: that run's)
 #   SENTENCES   the first N sentences only (a quick check of the whole pipeline; default: all)
 #   SEEDS       tuning seeds (default "1 2 3"), OPTIMIZERS (default "mert"), THREADS (default 2),
@@ -43,7 +47,8 @@ if [ "${LISTS:-}" = shipped ]; then
     mkdir -p "$LISTS"
     ln -sf "$DATA/nbest/val.100best.gz" "$LISTS/val.100best.gz"
     ln -sf "$DATA/nbest/test_2016_flickr.100best.gz" "$LISTS/test.100best.gz"
-    INIT=${INIT:-$DATA/model/moses.ini}
+    sed -e "s#MODEL_DIR/#$DATA/model/#" -e "s#LM_DIR/#$DATA/lm/#" "$DATA/model/moses.ini" > "$LISTS/moses.ini"
+    INIT=${INIT:-$LISTS/moses.ini} MOSES_INI=${MOSES_INI:-$LISTS/moses.ini}
 elif [ -z "${LISTS:-}" ]; then
     LISTS=$W/system
     mkdir -p "$LISTS"
@@ -114,6 +119,26 @@ for split in val test; do
         --source "${SRC[$split]}" --config "$W/features.yaml" --threads "$THREADS" -o "$W/$split.union.scored.gz"
 done
 
+# 3b. The shipped RNNsearch's own 20-best lists (beam 20) and their union with the system's, every line with
+#     Moses' features (copied, forced-decoded, or its sentence's mean and Unreachable0= 1), scored the same way.
+if [ "${UNION:-}" = rnnsearch ]; then
+    : "${MOSES_INI:?the moses.ini that made the lists, for forced decoding}"
+    MOSES=$SHARED/tools/moses
+    for split in val test; do
+        [ -s "$W/$split.rnnsearch.20best.gz" ] || "$RERANK" -q translate --model "$ROOT/examples/models/rnnsearch" \
+            -i "${SRC[$split]}" --beam 20 --nbest 20 --length-penalty wu --unk-replace \
+            --phrase-table "$DATA/model/phrase-table.gz" --threads "$THREADS" --device "$DEVICE" \
+            -o "$W/$split.rnnsearch.20best.gz"
+        [ -s "$W/$split.union-moses.gz" ] || "$RERANK" -q merge-nbest Moses="${LIST[$split]}" \
+            RNNsearch="$W/$split.rnnsearch.20best.gz" --moses-ini "$MOSES_INI" --source "${SRC[$split]}" \
+            --moses "$MOSES/bin/moses" --threads "$THREADS" \
+            --filter-script "$MOSES/scripts/training/filter-model-given-input.pl" -o "$W/$split.union-moses.gz"
+        [ -s "$W/$split.union-moses.scored.gz" ] || "$RERANK" -q score-nbest "$W/$split.union-moses.gz" \
+            --source "${SRC[$split]}" --config "$W/features.yaml" --threads "$THREADS" \
+            -o "$W/$split.union-moses.scored.gz"
+    done
+fi
+
 # 4. The rows: MERT (and OPTIMIZERS) on val for each feature set, the weights applied to test.
 moses=$(set +o pipefail; zcat "${LIST[val]}" | head -1 | awk -F' [|][|][|] ' '{ print $3 }' | tr ' ' '\n' | sed -n 's/=$//p' | paste -sd,)
 new=RNN0,RNNsearch0,LM1,WP1,UNK1
@@ -126,12 +151,15 @@ for drop in RNN0 RNNsearch0 LM1 $extra; do
     rows+=" without-$drop"
 done
 if [ -n "$ENSEMBLE" ]; then ROWS[union]="InMoses,InEnsemble,$new,${extra// /,}"; rows+=" union"; fi
+if [ "${UNION:-}" = rnnsearch ]; then
+    ROWS[union-moses]="Unreachable0,InMoses,InRNNsearch,${ROWS[all]}"; rows+=" union-moses"
+fi
 bleu() { "$RERANK" evaluate --tokenize none -r "$1" "$2" --json - |
          python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["systems"][0]["bleu"])'; }
 mkdir -p "$W/tuning"
 printf '%-22s %-6s %-5s %7s %7s\n' row optim seed val test > "$W/results.txt"
 for row in $rows; do
-    prefix=; [ "$row" = union ] && prefix=union.
+    case $row in union|union-moses) prefix=$row. ;; *) prefix= ;; esac
     for optimizer in $OPTIMIZERS; do
         for seed in $SEEDS; do
             out=$W/tuning/$row.$optimizer.$seed
@@ -157,5 +185,6 @@ awk 'NR > 1 { k = $1 " " $2; n[k]++; v[k] += $4; vv[k] += $4 * $4; t[k] += $5; t
 for split in val test; do
     pools=("${LIST[$split]}")
     [ -z "$ENSEMBLE" ] || pools+=("$W/$split.ensemble.20best.gz" "$W/$split.union.gz")
+    [ "${UNION:-}" != rnnsearch ] || pools+=("$W/$split.rnnsearch.20best.gz" "$W/$split.union-moses.gz")
     "$RERANK" oracle -r "${REF[$split]}" "${pools[@]}"
 done

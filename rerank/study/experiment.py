@@ -331,46 +331,42 @@ class Experiment:
         return path
 
     def train(self) -> dict[str, Path]:
+        """Every model of the study: trained, or taken as it is where the config names a model directory.
+        Every training config is read and checked before the first model trains."""
         from rerank.training.config import load_train_config
+        from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
         c = self.config
         runs: list[tuple[str, str, int | None]] = [("encdec", c.encdec, None), ("rnnsearch", c.rnnsearch, None)]
         runs += [(f"rnnsearch-seed{seed}", c.rnnsearch, seed) for seed in c.ensemble_seeds]
-        runs += [(name, config, None) for name, config in (("right_to_left", c.right_to_left), ("channel", c.channel))
-                 if config is not None]
-        models = {}
+        runs += [(name, config, None) for name, config in
+                 (("right_to_left", c.right_to_left), ("channel", c.channel), ("cslm", c.cslm)) if config is not None]
+        models: dict[str, Path] = {}
+        trainings: list[tuple[str, list[object], Callable[..., object], Any]] = []
         for name, config, seed in runs:
             if Path(config).is_dir():
                 logger.info("%s: the trained model in %s", name, config)
                 models[name] = Path(config)
                 continue
-            directory = self.out / "models" / name
-            train_config = dataclasses.replace(load_train_config(config), output_dir=str(directory))
+            directory = models[name] = self.out / "models" / name
+            train: Callable[..., object] = train_model
+            if name == "cslm":
+                data = load_yaml(config)
+                train_config: Any = from_dict(CSLMTrainConfig, data if data is not None else {}, config)
+                train = train_cslm
+            else:
+                train_config = load_train_config(config)
+            train_config = dataclasses.replace(train_config, output_dir=str(directory))
             seed_flag: list[object] = []
             if seed is not None:
                 train_config = dataclasses.replace(
                     train_config, training=dataclasses.replace(train_config.training, seed=seed))
                 seed_flag = ["--seed", seed]
-            self.step(["train", "--config", config, "--output-dir", directory, *seed_flag, *self.device_flag()], [],
-                      train_model, train_config, self.config.device, timing=f"train {name}")
-            models[name] = directory
-        if c.cslm is not None:
-            models["cslm"] = self.train_cslm(c.cslm)
+            trainings.append((name, ["train", "--config", config, "--output-dir", directory, *seed_flag,
+                                     *self.device_flag()], train, train_config))
+        for name, argv, train, train_config in trainings:
+            self.step(argv, [], train, train_config, c.device, timing=f"train {name}")
         return models
-
-    def train_cslm(self, config: str) -> Path:
-        """The CSLM of ``config`` (a training config, or a trained model directory to use as it is)."""
-        from rerank.training.cslm import CSLMTrainConfig, train_cslm
-
-        if Path(config).is_dir():
-            logger.info("cslm: the trained model in %s", config)
-            return Path(config)
-        directory = self.out / "models" / "cslm"
-        train_config = dataclasses.replace(from_dict(CSLMTrainConfig, load_yaml(config), config),
-                                           output_dir=str(directory))
-        self.step(["train", "--config", config, "--output-dir", directory, *self.device_flag()], [], train_cslm,
-                  train_config, self.config.device, timing="train cslm")
-        return directory
 
     def extra_features(self) -> tuple[str, ...]:
         """The labels of the extra models' features this study has (see :data:`EXTRA_FEATURES`)."""

@@ -129,6 +129,25 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
 
 
+def test_a_bad_training_config_is_refused_before_any_model_trains(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The CSLM trains last, but its config is read with the others, before the first training."""
+    encdec = tmp_path / "encdec.yaml"
+    encdec.write_text(yaml.safe_dump(tiny_training_config("encdec")))
+    cslm = tmp_path / "cslm.yaml"
+    cslm.write_text(yaml.safe_dump({"model": {"architecture": "cslm"},
+                                    "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
+                                    "training": {"learning_rate": -1}}))
+    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(encdec), cslm=str(cslm))
+    config = tmp_path / "experiment.yaml"
+    config.write_text(yaml.safe_dump(experiment))
+
+    assert main(["-q", "experiment", str(config)]) == 2
+    assert f"{cslm}: training.learning_rate: expected a number above 0, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "models").exists()
+
+
 @pytest.mark.slow
 def test_consensus_and_list_size_rows_with_the_oracle_of_each_pool(tmp_path: Path) -> None:
     """consensus adds MBRbleu0 and MBRchrf0 to Moses' list and the union, list_sizes reranks each
