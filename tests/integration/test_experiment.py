@@ -32,20 +32,33 @@ def tiny_training_config(architecture: str) -> dict:
     }
 
 
-@pytest.mark.slow
-def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
-    configs = {}
-    for architecture in ("encdec", "rnnsearch"):
-        configs[architecture] = tmp_path / f"{architecture}.yaml"
-        configs[architecture].write_text(yaml.safe_dump(tiny_training_config(architecture)))
+def write_training_configs(tmp_path: Path, *architectures: str) -> dict[str, Path]:
+    """A tiny training config per architecture, written beside the test's outputs."""
+    paths = {}
+    for architecture in architectures:
+        paths[architecture] = tmp_path / f"{architecture}.yaml"
+        paths[architecture].write_text(yaml.safe_dump(tiny_training_config(architecture)))
+    return paths
+
+
+def write_experiment(tmp_path: Path, moses: dict[str, object] | None = None, **settings: object) -> Path:
+    """configs/experiments/sample.yaml with its paths made absolute, writing to tmp_path/run, with ``settings``
+    (and ``moses`` in its moses section)."""
     experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
-    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(configs["encdec"]),
-                      rnnsearch=str(configs["rnnsearch"]), optimizers=["mert", "pro"], seeds=[1], restarts=2,
-                      beam=3, nbest=3)
     for section in ("moses", "dev", "test"):
         experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
+    experiment["moses"].update(moses or {})
+    experiment.update(output_dir=str(tmp_path / "run"), **settings)
     config = tmp_path / "experiment.yaml"
     config.write_text(yaml.safe_dump(experiment))
+    return config
+
+
+@pytest.mark.slow
+def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
+    configs = write_training_configs(tmp_path, "encdec", "rnnsearch")
+    config = write_experiment(tmp_path, encdec=str(configs["encdec"]), rnnsearch=str(configs["rnnsearch"]),
+                              optimizers=["mert", "pro"], seeds=[1], restarts=2, beam=3, nbest=3)
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
@@ -96,13 +109,8 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
         "model": {"architecture": "cslm", "order": 4, "embedding_size": 8, "hidden_sizes": [16, 12]},
         "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
         "training": {"batch_size": 64, "max_updates": 10, "valid_every": 10, "threads": 1}}))
-    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
-    experiment.update(output_dir=str(tmp_path / "run"), **{k: str(v) for k, v in configs.items()},
-                      ensemble_seeds=[2], optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
-    for section in ("moses", "dev", "test"):
-        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
-    config = tmp_path / "experiment.yaml"
-    config.write_text(yaml.safe_dump(experiment))
+    config = write_experiment(tmp_path, **{k: str(v) for k, v in configs.items()}, ensemble_seeds=[2],
+                              optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
@@ -138,10 +146,7 @@ def test_a_bad_training_config_is_refused_before_any_model_trains(tmp_path: Path
     cslm.write_text(yaml.safe_dump({"model": {"architecture": "cslm"},
                                     "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
                                     "training": {"learning_rate": -1}}))
-    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
-    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(encdec), cslm=str(cslm))
-    config = tmp_path / "experiment.yaml"
-    config.write_text(yaml.safe_dump(experiment))
+    config = write_experiment(tmp_path, encdec=str(encdec), cslm=str(cslm))
 
     assert main(["-q", "experiment", str(config)]) == 2
     assert f"{cslm}: training.learning_rate: expected a number above 0, got -1" in capsys.readouterr().err
@@ -153,18 +158,10 @@ def test_consensus_and_list_size_rows_with_the_oracle_of_each_pool(tmp_path: Pat
     """consensus adds MBRbleu0 and MBRchrf0 to Moses' list and the union, list_sizes reranks each
     sentence's first N of Moses' list (consensus computed on the cut list), and every tuned row shows
     the oracle BLEU of the pool it reranks, which grows with the pool."""
-    configs = {}
-    for architecture in ("encdec", "rnnsearch"):
-        configs[architecture] = tmp_path / f"{architecture}.yaml"
-        configs[architecture].write_text(yaml.safe_dump(tiny_training_config(architecture)))
-    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
-    experiment.update(output_dir=str(tmp_path / "run"), encdec=str(configs["encdec"]),
-                      rnnsearch=str(configs["rnnsearch"]), optimizers=["mert"], seeds=[1], restarts=2, beam=3,
-                      nbest=3, consensus=True, list_sizes=[1, 5])
-    for section in ("moses", "dev", "test"):
-        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
-    config = tmp_path / "experiment.yaml"
-    config.write_text(yaml.safe_dump(experiment))
+    configs = write_training_configs(tmp_path, "encdec", "rnnsearch")
+    config = write_experiment(tmp_path, encdec=str(configs["encdec"]), rnnsearch=str(configs["rnnsearch"]),
+                              optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3, consensus=True,
+                              list_sizes=[1, 5])
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
@@ -197,13 +194,8 @@ def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -
     """moses.decoder: RNNsearch's hypotheses get Moses' features by forced decoding (the sample's
     moses.ini names its files by placeholders: the config's phrase table and LM stand in), and the
     union's row tunes them with every feature."""
-    experiment = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
-    experiment.update(output_dir=str(tmp_path / "run"), optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
-    for section in ("moses", "dev", "test"):
-        experiment[section] = {key: str(REPO / value) for key, value in experiment[section].items()}
-    experiment["moses"].update(decoder=str(MOSES), score_table=False)
-    config = tmp_path / "experiment.yaml"
-    config.write_text(yaml.safe_dump(experiment))
+    config = write_experiment(tmp_path, moses={"decoder": str(MOSES), "score_table": False}, optimizers=["mert"],
+                              seeds=[1], restarts=2, beam=3, nbest=3)
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
