@@ -424,13 +424,11 @@ class Experiment:
         ]
         seeds = [str(models[name]) for name in models if name.startswith("rnnsearch")]
         extras: dict[str, dict[str, Any]] = {
-            "Ens0": {"model": seeds}, "R2L0": {"model": str(models.get("right_to_left"))},
-            "Chan0": {"model": str(models.get("channel")), "channel": True}}
-        features += [{"kind": "nmt", "name": label, **extras[label], "per_word": True, **device}
-                     for label in self.extra_features() if label in extras]
-        if "cslm" in models:
-            features.append({"kind": "cslm", "name": "CSLM0", "model": str(models["cslm"]),
-                             "lm": self.config.moses.language_model, **device})
+            "Ens0": {"kind": "nmt", "model": seeds, "per_word": True},
+            "R2L0": {"kind": "nmt", "model": str(models.get("right_to_left")), "per_word": True},
+            "Chan0": {"kind": "nmt", "model": str(models.get("channel")), "channel": True, "per_word": True},
+            "CSLM0": {"kind": "cslm", "model": str(models.get("cslm")), "lm": self.config.moses.language_model}}
+        features += [{"name": label, **extras[label], **device} for label in self.extra_features()]
         path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
         return path
 
