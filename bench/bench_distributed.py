@@ -29,13 +29,14 @@ CONFIG = REPO / "configs" / "shipped" / "encdec.yaml"
 LOG_LINE = re.compile(r"update (\d+): loss [\d.]+/token, ([\d.]+) updates/s, (\d+) target tokens/s")
 
 
-def train(processes: int, updates: int, log_every: int, work: Path) -> tuple[float, float, float, float]:
+def train(config_path: Path, processes: int, updates: int, log_every: int,
+          work: Path) -> tuple[float, float, float, float]:
     """Updates/s and target tokens/s after the first log line, and the wall and CPU time of the whole run."""
-    config = yaml.safe_load(CONFIG.read_text())
+    config = yaml.safe_load(config_path.read_text())
     config["training"].update({"max_updates": updates, "log_every": log_every, "valid_every": 10**6,
                                "max_minutes": None, "threads": 1})
     config["output_dir"] = str(work / f"run{processes}")
-    path = work / f"encdec-{processes}.yaml"
+    path = work / f"{config_path.stem}-{processes}.yaml"
     path.write_text(yaml.safe_dump(config))
     torchrun = Path(sys.executable).with_name("torchrun")
     started, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -60,14 +61,16 @@ def main() -> int:
     parser.add_argument("--processes", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--updates", type=int, default=120)
     parser.add_argument("--log-every", type=int, default=20)
+    parser.add_argument("--config", type=Path, default=CONFIG, help="the training config (default: %(default)s)")
     args = parser.parse_args()
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {CONFIG.relative_to(REPO)}, "
+    config = args.config.resolve()
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {config.relative_to(REPO)}, "
           f"{args.updates} updates, one thread per process")
     print(f"{'processes':>9} {'updates/s':>10} {'tokens/s':>9} {'speed-up':>9} {'wall s':>7} {'CPU s':>6}")
     base = None
     with tempfile.TemporaryDirectory() as tmp:
         for processes in args.processes:
-            updates_s, tokens_s, wall, cpu = train(processes, args.updates, args.log_every, Path(tmp))
+            updates_s, tokens_s, wall, cpu = train(config, processes, args.updates, args.log_every, Path(tmp))
             base = base or tokens_s
             print(f"{processes:>9} {updates_s:>10.2f} {tokens_s:>9.0f} {tokens_s / base:>8.2f}x {wall:>7.0f} "
                   f"{cpu:>6.0f}", flush=True)

@@ -17,7 +17,10 @@ training data (throughput does not depend on the weights), it prints:
   ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
   distinct source of a window, then a decoder pass per pair (reference) or a decoder step per
   distinct prefix (fast), at their own lengths;
-* peak resident memory of this process.
+* peak resident memory of this process;
+* with ``--profile``, where the fast path's time went, by torch operator (see ``OpProfile`` in
+  ``bench/machine.py``): the matrix multiplies' time and rate, the largest other operators, the time
+  outside them, and the rate the matrix multiplies alone would allow.
 
 With ``--full-table`` it also runs ``rerank score-table`` on the whole table (1,219,049 lines) in a
 process of its own, reports its time and peak memory, and checks that every input line is in the
@@ -57,7 +60,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from machine import add_device_argument, describe_gpu, device_of, flop_counter, is_gpu, matmul_rate, mib, sync
+from machine import (
+    add_device_argument,
+    describe_gpu,
+    device_of,
+    flop_counter,
+    is_gpu,
+    matmul_rate,
+    mib,
+    profile_ops,
+    sync,
+)
 
 from rerank.formats.files import read_text
 from rerank.formats.nbest import read_nbest
@@ -68,7 +81,7 @@ from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model, save_model
 from rerank.models.seq2seq import Seq2Seq, reference_path
 from rerank.models.vocab import EOS_ID, Vocabulary
-from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig
+from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig, source_tries
 from rerank.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -94,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
     parser.add_argument("--workloads", nargs="*", choices=["table", "nbest"], default=["table", "nbest"])
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
+    parser.add_argument("--profile", action="store_true", help="also profile the fast path by operator")
     add_device_argument(parser)
     args = parser.parse_args(argv)
     device = device_of(args.device)
@@ -146,6 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 by_cpu = "" if gpu else f"{statistics.median(ratio_cpu):.2f}x by CPU time; "
                 print(f"  fast/reference, {where}: {statistics.median(ratio):.2f}x by the wall clock, "
                       f"{by_cpu}largest |difference of ln p| {difference:.1e}", flush=True)
+                if args.profile:
+                    _, profile = profile_ops(functools.partial(score_all, scorer, workload.pairs), on)
+                    text = profile.describe(flops["fast"], max(mm for mm, _, _ in runs["fast"]),
+                                            len(workload.pairs), workload.unit)
+                    print(f"  fast, {where}, " + text.replace("\n", "\n  "), flush=True)
         sample = table_sample(table_pairs(table, args.pairs), args.naive) if args.naive else []
         for threads in thread_counts if sample else []:
             where = f"on {device}" if gpu else f"{threads} thread(s)"
@@ -260,6 +279,7 @@ class FlopModel:
     encoder: np.ndarray  # (a, b)
     decoder: np.ndarray  # (c, d, e, f)
     step: np.ndarray  # (g, h): one decoding step of one row, g + h S (model.step: what a trie node costs)
+    source_trie: np.ndarray | None  # (i, j): a source's decoder start, an encoder node (reads_source_prefixes)
 
     @classmethod
     def calibrate(cls, model: Seq2Seq) -> FlopModel:
@@ -269,7 +289,8 @@ class FlopModel:
                                   [decoder_flops(model, s, t) for s, t in points])
         step_flops(model, 1)  # the first step computes the word tables, once per model
         step = np.linalg.solve([[1, 1], [1, 2]], [step_flops(model, s) for s in (1, 2)])
-        result = cls(encoder, decoder, step)
+        source_trie = np.array(source_trie_flops(model)) if model.reads_source_prefixes else None
+        result = cls(encoder, decoder, step, source_trie)
         assert result.encoder_cost(7) == encoder_flops(model, 7)
         assert result.decoder_cost(5, 9) == decoder_flops(model, 5, 9)
         assert float(result.step @ [1, 7]) == step_flops(model, 7)
@@ -287,7 +308,11 @@ class FlopModel:
         total = 0.0
         for part in scorer.windows(pairs):
             sources = {tuple(s): i for i, s in enumerate(dict.fromkeys(tuple(s) for s, _ in part))}
-            total += sum(self.encoder_cost(len(s) + 1) for s in sources)
+            if self.source_trie is None:
+                total += sum(self.encoder_cost(len(s) + 1) for s in sources)
+            else:  # a decoder start per source, an encoder step per node of each trie but its root
+                tries = list(source_tries(to_ids(list(sources), scorer.src_vocab), scorer.config.max_tokens))
+                total += float(self.source_trie @ [len(sources), sum(trie.first[-1] - 1 for _, trie in tries)])
             rows = np.array([sources[tuple(s)] for s, _ in part])
             source_len = np.array([len(s) + 1 for s in sources])[rows]
             targets, lengths = (x.numpy() for x in pad(to_ids([t for _, t in part], scorer.trg_vocab)))
@@ -330,6 +355,17 @@ def decoder_flops(model: Seq2Seq, source: int, target: int) -> int:
         with flop_counter() as counter:
             model.score(state, trg)  # the fast path, or the reference one (teacher_forced and token_log_probs)
     return counter.get_total_flops()
+
+
+def source_trie_flops(model: Seq2Seq) -> tuple[int, int]:
+    """A source's decoder start from its encoder state, and one encoder step of a source trie's node."""
+    with torch.inference_mode():
+        nodes = model.encode_trie([])
+        with flop_counter() as start:
+            model.decoder_start(nodes, torch.ones(1, dtype=torch.int64, device=nodes.device))
+        with flop_counter() as node:
+            model.encode_trie([(torch.zeros(1, dtype=torch.int64, device=nodes.device),) * 2])
+    return start.get_total_flops(), node.get_total_flops()
 
 
 def step_flops(model: Seq2Seq, source: int) -> int:

@@ -20,8 +20,13 @@ synchronising, the share is of the GPU's fp32 rate (no TF32, torch's default; th
 are printed once) and the peak GPU memory of each path's updates replaces the CPU columns; the
 thread counts are ignored (one run).
 
+With ``--profile`` the fast path's updates run once more under the torch profiler: the time in matrix
+multiplies and the rate they reach, the largest other operators, the time outside them, and the
+tokens/s the matrix multiplies alone would allow.
+
     python bench/bench_train.py
     python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --updates 50 --equal-updates 100
+    python bench/bench_train.py --configs rnnsearch-small --threads 1 2 --profile
     python bench/bench_train.py --device cuda --updates 50
 """
 
@@ -47,6 +52,7 @@ from machine import (
     is_gpu,
     matmul_rate,
     mib,
+    profile_ops,
     share,
     timed,
 )
@@ -71,6 +77,8 @@ def main() -> int:
                         help="train N updates on each path from the same start and compare (default: skip)")
     parser.add_argument("--equal-dtype", choices=["float32", "float64"], default="float32",
                         help="the two runs' precision: in float64 they agree to rounding however long they run")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile the fast path's updates by operator at each thread count")
     parser.add_argument("--data", type=Path,
                         help="the shared data folder, in place of the configs' ../shared/data (default: theirs)")
     add_device_argument(parser)
@@ -123,6 +131,11 @@ def main() -> int:
                     continue
                 print(f"{threads:>7} fast/reference: {reference.wall / fast.wall:.2f}x by the wall clock, "
                       f"{reference.cpu / fast.cpu:.2f}x by CPU time")
+                if args.profile:
+                    updates = [functools.partial(trainer._update, b) for b in batches[WARM_UP: WARM_UP + args.updates]]
+                    counts, profile = profile_ops(lambda: [update()[1] for update in updates], device)  # noqa: B023
+                    text = profile.describe(flops["fast"] * sum(counts), fast.matmul, sum(counts), "tokens")
+                    print(f"{threads:>7} fast, " + text.replace("\n", f"\n{'':>7} "), flush=True)
         if args.equal_updates:
             equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype), device)
     print(f"\n{describe()}")  # the load average after the runs

@@ -171,6 +171,59 @@ def share(flops: float, timing: Timing, cpu: bool = False) -> float:
     return flops / seconds / timing.matmul
 
 
+MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm", "aten::addmv",
+                        "aten::addmv_", "aten::mv"})  # what FlopCounterMode counts, as the profiler names it
+
+
+@dataclass
+class OpProfile:
+    """Where the wall-clock time of some work went, by torch operator (self time, on the calling thread)."""
+
+    wall: float  # seconds
+    ops: dict[str, tuple[float, int]]  # operator -> (self seconds, calls)
+
+    @property
+    def matmul(self) -> float:
+        return sum(seconds for op, (seconds, _) in self.ops.items() if op in MATMUL_OPS)
+
+    @property
+    def outside(self) -> float:
+        """Seconds outside every torch operator: Python, numpy and the profiler's own bookkeeping."""
+        return max(0.0, self.wall - sum(seconds for seconds, _ in self.ops.values()))
+
+    def describe(self, flops: float, rate: float, work: float, unit: str, top: int = 6) -> str:
+        """Lines that say where the time went, with ``flops`` (matrix-multiply FLOPs of the work), the machine's
+        ``rate`` and ``work`` units done: the matmul time, its rate and share of the machine's, the largest
+        other operators, and the bound the matrix multiplies alone would set (at their rate, and at the
+        machine's)."""
+        others = sorted(((s, op, n) for op, (s, n) in self.ops.items() if op not in MATMUL_OPS), reverse=True)
+        lines = [f"where the time went (torch profiler, {self.wall:.2f} s with its overhead): matrix multiplies "
+                 f"{self.matmul:.2f} s = {100 * self.matmul / self.wall:.0f}%, at {flops / self.matmul / 1e9:.1f} "
+                 f"GFLOP/s = {100 * flops / self.matmul / rate:.0f}% of the machine's matmul rate"]
+        lines += [f"  {op.removeprefix('aten::')}: {s:.2f} s = {100 * s / self.wall:.1f}% ({n:,} calls)"
+                  for s, op, n in others[:top]]
+        rest = sum(s for s, _, _ in others[top:])
+        lines.append(f"  other operators ({len(others) - top}): {rest:.2f} s = {100 * rest / self.wall:.1f}%; outside "
+                     f"torch operators (Python, numpy): {self.outside:.2f} s = {100 * self.outside / self.wall:.1f}%")
+        lines.append(f"  if only the matrix multiplies took time: {work / self.matmul:,.0f} {unit}/s at the rate "
+                     f"they reached, {work / (flops / rate):,.0f} {unit}/s at the machine's matmul rate")
+        return "\n".join(lines)
+
+
+def profile_ops(work: Callable[[], T], device: torch.device | None = None) -> tuple[T, OpProfile]:
+    """``work()`` under the torch profiler: its wall time and each operator's self time and calls."""
+    from torch.profiler import ProfilerActivity, profile
+
+    sync(device)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        result = work()
+        sync(device)
+        wall = time.perf_counter() - start
+    ops = {event.key: (event.self_cpu_time_total / 1e6, event.count) for event in prof.key_averages()}
+    return result, OpProfile(wall, ops)
+
+
 def describe(device: torch.device | None = None) -> str:
     text = (f"{os.cpu_count()} CPUs, torch {torch.__version__}, load average "
             f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")

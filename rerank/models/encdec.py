@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, cast
 
 import torch
@@ -39,18 +40,38 @@ class EncoderDecoder(Seq2Seq):
         self.tables.clear()
         return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
 
+    reads_source_prefixes = True  # the decoder sees the source through the encoder's last state only
+
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
-        """c as ``keys`` (B, 1, H); as ``proj_keys`` (B, 1, 3H + maxout), what the decoder computes from c
-        at every step, computed once here: the GRU's input-side gates W_c c + b_i, and the maxout
-        layer's C_o c + b."""
         _, final = self.encoder(src, src_len)  # (1, B, H)
-        c = torch.tanh(self.summary(final[0]))  # (B, H)
+        return self.decoder_start(final[0], src_len)
+
+    def encode_trie(self, levels: Iterable[tuple[Tensor, Tensor]]) -> Tensor:
+        """The encoder's state at every node of a trie of source prefixes (nodes, H), nodes numbered depth
+        by depth. ``levels`` gives, per depth k ≥ 1, each node's parent among the nodes of depth k − 1 and
+        the word it reads; the one node of depth 0 is the empty prefix, whose state is 0, as in
+        ``torch.nn.GRU``."""
+        weight_ih, bias_ih, weight_hh, bias_hh = _gru_weights(self.encoder.rnn)
+        hidden = weight_hh.new_zeros(1, weight_hh.shape[1])
+        states = [hidden]
+        for parents, words in levels:
+            hidden = hidden.index_select(0, parents)
+            gates_x = torch.addmm(bias_ih, self.encoder.dropout(self.encoder.embed(words)), weight_ih.t())
+            hidden = gru_update(gates_x, torch.addmm(bias_hh, hidden, weight_hh.t()), hidden)
+            states.append(hidden)
+        return torch.cat(states)
+
+    def decoder_start(self, final: Tensor, src_len: Tensor) -> DecoderState:
+        """The decoder state from the encoder's last states (B, H): c as ``keys`` (B, 1, H); as ``proj_keys``
+        (B, 1, 3H + maxout), what the decoder computes from c at every step, computed once here: the
+        GRU's input-side gates W_c c + b_i, and the maxout layer's C_o c + b."""
+        c = torch.tanh(self.summary(final))  # (B, H)
         weight_ih, bias_ih, _, _ = self._gru_weights()
         gates = nn.functional.linear(c, weight_ih[:, self.config.embedding_size:], bias_ih)  # (B, 3H)
         source_part = torch.cat([gates, self.output.source_part(c)], dim=-1)
         return DecoderState(hidden=torch.tanh(self.init_state(c)), keys=c[:, None, :],
                             proj_keys=source_part[:, None, :], src_len=src_len,
-                            pad_mask=torch.zeros_like(src[:, :1], dtype=torch.bool))
+                            pad_mask=torch.zeros(len(c), 1, dtype=torch.bool, device=c.device))
 
     @property
     def output_layer(self) -> nn.Linear:
@@ -119,12 +140,16 @@ class EncoderDecoder(Seq2Seq):
 
     def _gru_weights(self) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The decoder GRU's W_i (3H, E + H) (columns: E y, then c), b_i, W_h (3H, H) and b_h; gates r, z, n."""
-        rnn = self.rnn
-        return (cast(Tensor, rnn.weight_ih_l0), cast(Tensor, rnn.bias_ih_l0), cast(Tensor, rnn.weight_hh_l0),
-                cast(Tensor, rnn.bias_hh_l0))
+        return _gru_weights(self.rnn)
 
     def _source_parts(self, state: DecoderState) -> tuple[Tensor, Tensor]:
         """The GRU's W_c c + b_i (B, 3H) and the maxout layer's C_o c + b (B, units · pool), from the state."""
         parts = state.proj_keys[:, 0]
         size = 3 * self.config.hidden_size
         return parts[:, :size], parts[:, size:]
+
+
+def _gru_weights(rnn: nn.GRU) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """A one-layer GRU's W_i, b_i, W_h and b_h; gates r, z, n."""
+    return (cast(Tensor, rnn.weight_ih_l0), cast(Tensor, rnn.bias_ih_l0), cast(Tensor, rnn.weight_hh_l0),
+            cast(Tensor, rnn.bias_hh_l0))

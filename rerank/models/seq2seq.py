@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -78,6 +78,9 @@ class Seq2Seq(nn.Module):
 
     reference: bool = False
     blockwise_steps: bool = True  # the search may run the output layer on step_features' rows in blocks
+    # The decoder depends on the source only through the last state of a left-to-right encoder, so
+    # sources that share a prefix share its encoder states: :meth:`encode_trie` and :meth:`decoder_start`.
+    reads_source_prefixes: bool = False
 
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__()
@@ -87,6 +90,14 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """The initial decoder state for sources (B, S) of lengths (B,)."""
+        raise NotImplementedError
+
+    def encode_trie(self, levels: Iterable[tuple[Tensor, Tensor]]) -> Tensor:
+        """With ``reads_source_prefixes``: the encoder's state at every node of a trie of source prefixes."""
+        raise NotImplementedError
+
+    def decoder_start(self, final: Tensor, src_len: Tensor) -> DecoderState:
+        """With ``reads_source_prefixes``: the initial decoder state from the encoder's last states (B, H)."""
         raise NotImplementedError
 
     @property

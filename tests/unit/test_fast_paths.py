@@ -1,7 +1,8 @@
 """The fast decoder paths against the straightforward ones they replace, for every decoder style and
 attention: the same training loss and gradients (dropout included), the same scores, the same search
 steps and the same beam-search outputs; the blockwise output layer against a plain log-softmax; and
-the prefix-sharing scorer against scoring each pair on its own."""
+the prefix-sharing scorer (target prefixes, and the encoder-decoder's source prefixes) against scoring
+each pair on its own."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rerank.models.layers import dropout_rows, gold_log_probs, node_log_probs
 from rerank.models.seq2seq import Seq2Seq, reference_path, shift_right
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
 from rerank.search.beam import LengthPenalty, SearchConfig, beam_search
-from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig
+from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig, source_tries
 
 TOLERANCE = 1e-10  # float64 models: the two paths agree to rounding (the aim is 1e-5 in ln p)
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [EOS_ID], [13, 14, 15, 16, EOS_ID],
@@ -228,6 +229,44 @@ def test_prefix_sharing_scores_equal_scoring_each_pair_alone(architecture: str, 
             trg, _ = pad(to_ids([target], trg_vocab))
             alone.append(float(model.score(model.encode(src, src_len), trg)))
     np.testing.assert_allclose(shared, alone, rtol=0, atol=TOLERANCE)
+
+
+def phrase_table_pairs(count: int, seed: int) -> list[tuple[list[str], list[str]]]:
+    """Pairs like a phrase table's, sorted by source: sources that are prefixes of a few phrases (the
+    empty one, duplicates and sources that are prefixes of one another included), few targets each."""
+    rng = random.Random(seed)
+    phrases = [[f"s{rng.randrange(26)}" for _ in range(7)] for _ in range(4)]
+    pairs = [(rng.choice(phrases)[: rng.randint(0, 7)], [f"t{rng.randrange(21)}" for _ in range(rng.randint(0, 3))])
+             for _ in range(count)]
+    return sorted(pairs)
+
+
+@pytest.mark.parametrize("max_tokens", [4096, 5, 1])
+def test_source_prefix_sharing_scores_equal_encoding_each_source_alone(max_tokens: int) -> None:
+    """The encoder-decoder reads a trie of its sources' prefixes; small budgets cut it into several."""
+    model = tiny_model(tiny_config("encdec"))
+    assert model.reads_source_prefixes
+    src_vocab = Vocabulary.build([[f"s{i}" for i in range(26)]], 26)
+    trg_vocab = Vocabulary.build([[f"t{i}" for i in range(21)]], 21)
+    pairs = phrase_table_pairs(120, seed=max_tokens)
+    assert len({tuple(s) for s, _ in pairs}) < len(pairs) / 2  # shared sources, and prefixes of each other
+    shared = list(Scorer(model, src_vocab, trg_vocab, ScoringConfig(window=40, max_tokens=max_tokens)).score(pairs))
+    with reference_path(model):
+        alone = list(Scorer(model, src_vocab, trg_vocab, ScoringConfig(window=1, share_prefixes=False)).score(pairs))
+    np.testing.assert_allclose(shared, alone, rtol=0, atol=TOLERANCE)
+
+
+def test_the_source_tries_end_each_source_at_its_own_node() -> None:
+    sources = [[5, 6, EOS_ID], [5, EOS_ID], [5, 6, EOS_ID], [EOS_ID], [5, 6, 7, EOS_ID]]
+    (rows, trie), = source_tries(sources, max_nodes=100)
+    assert sorted(rows.tolist()) == list(range(len(sources)))
+    assert trie.first[-1] == 1 + len({tuple(s[:k]) for s in sources for k in range(1, len(s) + 1)})  # root + 8
+    lengths = np.array([len(sources[i]) for i in rows])
+    final = trie.node[np.arange(len(rows)), lengths]
+    assert len(set(final.tolist())) == 4  # the two equal sources end at one node, the others at their own
+    levels = list(trie.levels())[1:]  # depth k ≥ 1 reads the k-th id
+    expected = ([5, EOS_ID], [6, EOS_ID], [7, EOS_ID], [EOS_ID])
+    assert [sorted(words.tolist()) for _, words in levels] == [sorted(ids) for ids in expected]
 
 
 def test_float32_fast_scores_stay_within_float32_rounding_of_the_reference() -> None:
