@@ -112,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = device_of(args.device)
     gpu = is_gpu(device)
+    if args.profile and gpu:
+        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
     on = device if gpu else None  # where the timed work runs, for synchronising
     thread_counts = [0] if gpu else args.threads  # one run on a GPU
     if args.model and len(args.configs) != 1:

@@ -85,6 +85,8 @@ def main() -> int:
     args = parser.parse_args()
     device = device_of(args.device)
     gpu = is_gpu(device)
+    if args.profile and gpu:
+        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
     data = args.data.resolve() if args.data else None  # before leaving the current directory
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)

@@ -14,6 +14,8 @@ faster the largest matrix multiply of a decoding step (the output layer, ``rows 
 ``units × vocabulary``) runs per row at batch·beam rows than at the beam's own rows, since one
 sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded
 and the text read before the clock starts; each figure is one timed pass after a short warm-up.
+With ``--profile`` each path runs once more under the torch profiler (see ``OpProfile`` in
+``bench/machine.py``).
 
     python bench/bench_translate.py --model runs/rnnsearch-small
     python bench/bench_translate.py                  # random weights with the small config's sizes
@@ -38,7 +40,19 @@ import time
 from pathlib import Path
 
 import torch
-from machine import Timing, add_device_argument, describe, device_of, flop_counter, is_gpu, mib, share, sync, timed
+from machine import (
+    Timing,
+    add_device_argument,
+    describe,
+    device_of,
+    flop_counter,
+    is_gpu,
+    mib,
+    profile_ops,
+    share,
+    sync,
+    timed,
+)
 
 from rerank.config import from_dict, load_yaml
 from rerank.models.architectures import build_model
@@ -113,11 +127,14 @@ def main() -> None:
                         help="time one-at-a-time decoding on the first N sentences only (default: %(default)s)")
     parser.add_argument("--length-penalty", default="none", choices=["none", "average", "wu"])
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--profile", action="store_true", help="also profile each path by operator")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
     add_device_argument(parser)
     args = parser.parse_args()
     device = device_of(args.device)
     gpu = is_gpu(device)
+    if args.profile and gpu:
+        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
     on = device if gpu else None  # where the searches' tensors go: the CPU's calls stay as they were
     if args.source is None:
         args.source = str(args.data / SOURCE)
@@ -188,6 +205,11 @@ def main() -> None:
         print(f"      {flops / len(sentences) / 1e6:.0f} MFLOP per sentence; matmul rate "
               f"{fast.matmul / 1e9:.0f} GFLOP/s; fast and reference give the same best translation for "
               f"{same_all}/{len(sentences)} sentences")
+        for path in runs if args.profile else []:
+            with reference_path(model, path == "reference"):
+                _, profile = profile_ops(work, on)
+            text = profile.describe(flops, fast.matmul, len(sentences), "sentences")
+            print(f"      {path}, " + text.replace("\n", "\n      "), flush=True)
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,

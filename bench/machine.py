@@ -171,8 +171,22 @@ def share(flops: float, timing: Timing, cpu: bool = False) -> float:
     return flops / seconds / timing.matmul
 
 
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm", "aten::addmv",
-                        "aten::addmv_", "aten::mv"})  # what FlopCounterMode counts, as the profiler names it
+MATMUL_OPS = frozenset({"mm", "addmm", "addmm_", "bmm", "baddbmm", "addmv", "addmv_", "mv"})  # as FlopCounterMode
+KINDS = {  # torch operators by the kind of work they do (names without "aten::")
+    "elementwise arithmetic": {"add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "addcmul",
+                               "addcmul_", "sigmoid", "sigmoid_", "tanh", "tanh_", "exp", "exp_", "log", "log_",
+                               "neg", "clamp", "clamp_", "where", "masked_fill", "masked_fill_", "maximum",
+                               "sigmoid_backward", "tanh_backward", "threshold_backward", "pow", "sqrt", "reciprocal"},
+    "softmax, top-k and reductions": {"_log_softmax", "_softmax", "_log_softmax_backward_data",
+                                      "_softmax_backward_data", "sum", "amax", "max", "logsumexp", "mean",
+                                      "linalg_vector_norm", "norm", "topk", "sort", "argsort"},
+    "copies, indexing, joining": {"copy_", "cat", "stack", "index", "index_select", "index_put_", "_index_put_impl_",
+                                  "gather", "scatter", "scatter_", "scatter_add_", "index_add_", "fill_", "zero_",
+                                  "clone", "contiguous", "nonzero", "masked_select", "embedding",
+                                  "embedding_dense_backward", "_pack_padded_sequence", "_pad_packed_sequence"},
+    "random numbers (dropout masks)": {"bernoulli_", "uniform_", "normal_"},
+    "optimizer": {"_fused_adam_", "_fused_adamw_", "_foreach_add_", "_foreach_mul_"},
+}
 
 
 @dataclass
@@ -182,31 +196,35 @@ class OpProfile:
     wall: float  # seconds
     ops: dict[str, tuple[float, int]]  # operator -> (self seconds, calls)
 
-    @property
-    def matmul(self) -> float:
-        return sum(seconds for op, (seconds, _) in self.ops.items() if op in MATMUL_OPS)
+    def kinds(self) -> dict[str, float]:
+        """Seconds by kind of work: matrix multiplies, each of ``KINDS``, other torch operators, the bodies of
+        autograd functions and of the recurrent kernels (named without "aten::"), and what ran outside
+        every operator (Python, numpy and the profiler's own bookkeeping)."""
+        seconds = dict.fromkeys(["matrix multiplies", *KINDS, "other torch operators",
+                                 "autograd functions, recurrent kernels"], 0.0)
+        for name, (time_spent, _) in self.ops.items():
+            op = name.removeprefix("aten::")
+            kind = ("matrix multiplies" if op in MATMUL_OPS else
+                    next((k for k, ops in KINDS.items() if op in ops), None) or
+                    ("other torch operators" if name.startswith("aten::") else "autograd functions, recurrent kernels"))
+            seconds[kind] += time_spent
+        seconds["outside torch operators"] = max(0.0, self.wall - sum(seconds.values()))
+        return seconds
 
-    @property
-    def outside(self) -> float:
-        """Seconds outside every torch operator: Python, numpy and the profiler's own bookkeeping."""
-        return max(0.0, self.wall - sum(seconds for seconds, _ in self.ops.values()))
-
-    def describe(self, flops: float, rate: float, work: float, unit: str, top: int = 6) -> str:
-        """Lines that say where the time went, with ``flops`` (matrix-multiply FLOPs of the work), the machine's
-        ``rate`` and ``work`` units done: the matmul time, its rate and share of the machine's, the largest
-        other operators, and the bound the matrix multiplies alone would set (at their rate, and at the
-        machine's)."""
-        others = sorted(((s, op, n) for op, (s, n) in self.ops.items() if op not in MATMUL_OPS), reverse=True)
-        lines = [f"where the time went (torch profiler, {self.wall:.2f} s with its overhead): matrix multiplies "
-                 f"{self.matmul:.2f} s = {100 * self.matmul / self.wall:.0f}%, at {flops / self.matmul / 1e9:.1f} "
-                 f"GFLOP/s = {100 * flops / self.matmul / rate:.0f}% of the machine's matmul rate"]
-        lines += [f"  {op.removeprefix('aten::')}: {s:.2f} s = {100 * s / self.wall:.1f}% ({n:,} calls)"
-                  for s, op, n in others[:top]]
-        rest = sum(s for s, _, _ in others[top:])
-        lines.append(f"  other operators ({len(others) - top}): {rest:.2f} s = {100 * rest / self.wall:.1f}%; outside "
-                     f"torch operators (Python, numpy): {self.outside:.2f} s = {100 * self.outside / self.wall:.1f}%")
-        lines.append(f"  if only the matrix multiplies took time: {work / self.matmul:,.0f} {unit}/s at the rate "
-                     f"they reached, {work / (flops / rate):,.0f} {unit}/s at the machine's matmul rate")
+    def describe(self, flops: float, rate: float, work: float, unit: str) -> str:
+        """Lines that say where the time went, given ``flops`` (the matrix-multiply FLOPs of the work), the
+        machine's matmul ``rate`` and the ``work`` units done: the seconds of each kind of work, the rate
+        the matrix multiplies reached, and the bound they alone would set (at that rate, and at the machine's)."""
+        kinds = self.kinds()
+        matmul = kinds["matrix multiplies"]
+        lines = [f"where the time went (torch profiler, {self.wall:.2f} s with its overhead):"]
+        lines += [f"  {kind}: {seconds:.2f} s = {100 * seconds / self.wall:.1f}%" for kind, seconds in kinds.items()]
+        lines[1] += f", at {flops / matmul / 1e9:.1f} GFLOP/s = {100 * flops / matmul / rate:.0f}% of the matmul rate"
+        top = sorted(((s, op.removeprefix("aten::"), n) for op, (s, n) in self.ops.items()
+                      if op.removeprefix("aten::") not in MATMUL_OPS), reverse=True)[:5]
+        lines.append("  largest of the rest: " + ", ".join(f"{op} {s:.2f} s ({n:,} calls)" for s, op, n in top))
+        lines.append(f"  if only the matrix multiplies took time: {work / matmul:,.0f} {unit}/s at the rate they "
+                     f"reached, {work / (flops / rate):,.0f} {unit}/s at the machine's matmul rate")
         return "\n".join(lines)
 
 
