@@ -23,6 +23,8 @@ class EncoderDecoder(Seq2Seq):
     p(y_t | y_<t, c) = g(h'_t, y_{t-1}, c) through a maxout layer (A.1.2).
     """
 
+    reads_source_prefixes = True  # the decoder sees the source through the encoder's last state only
+
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__(config, src_vocab_size, trg_vocab_size)
         h, e = config.hidden_size, config.embedding_size
@@ -39,8 +41,6 @@ class EncoderDecoder(Seq2Seq):
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
         self.tables.clear()
         return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
-
-    reads_source_prefixes = True  # the decoder sees the source through the encoder's last state only
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         _, final = self.encoder(src, src_len)  # (1, B, H)

@@ -125,7 +125,7 @@ class Scorer:
         """ln p (P,) of targets ``trg_ids`` given the encoded sources at ``rows`` (P,) of ``states`` (lengths
         ``src_len``, (P,)), each distinct prefix of the targets of one source decoded once."""
         targets, lengths = (x.numpy() for x in pad(trg_ids))  # (P, L), (P,)
-        order = np.lexsort((*targets.T[::-1], rows))  # by source (longest first), then targets in word order
+        order = np.lexsort((*targets.T[::-1], rows))  # by source row, then targets word by word
         scores = np.empty(len(trg_ids))
         for batch in PrefixTrie.batches(targets[order], lengths[order], rows[order], self.config.max_tokens):
             part = order[batch]
