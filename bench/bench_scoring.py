@@ -62,6 +62,8 @@ import numpy as np
 import torch
 from machine import (
     add_device_argument,
+    add_profile_argument,
+    check_profile,
     describe_gpu,
     device_of,
     flop_counter,
@@ -107,13 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
     parser.add_argument("--workloads", nargs="*", choices=["table", "nbest"], default=["table", "nbest"])
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
-    parser.add_argument("--profile", action="store_true", help="also profile the fast path by operator")
+    add_profile_argument(parser, "the fast path")
     add_device_argument(parser)
     args = parser.parse_args(argv)
     device = device_of(args.device)
     gpu = is_gpu(device)
-    if args.profile and gpu:
-        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
+    check_profile(parser, args.profile, device)
     on = device if gpu else None  # where the timed work runs, for synchronising
     thread_counts = [0] if gpu else args.threads  # one run on a GPU
     if args.model and len(args.configs) != 1:
@@ -163,10 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  fast/reference, {where}: {statistics.median(ratio):.2f}x by the wall clock, "
                       f"{by_cpu}largest |difference of ln p| {difference:.1e}", flush=True)
                 if args.profile:
-                    _, profile = profile_ops(functools.partial(score_all, scorer, workload.pairs), on)
-                    text = profile.describe(flops["fast"], max(mm for mm, _, _ in runs["fast"]),
-                                            len(workload.pairs), workload.unit)
-                    print(f"  fast, {where}, " + text.replace("\n", "\n  "), flush=True)
+                    _, profile = profile_ops(functools.partial(score_all, scorer, workload.pairs))
+                    print(f"  fast, {where}, " + profile.describe(flops["fast"], max(mm for mm, _, _ in runs["fast"]),
+                                                                  len(workload.pairs), workload.unit, "  "), flush=True)
         sample = table_sample(table_pairs(table, args.pairs), args.naive) if args.naive else []
         for threads in thread_counts if sample else []:
             where = f"on {device}" if gpu else f"{threads} thread(s)"

@@ -46,6 +46,8 @@ import torch
 from machine import (
     Timing,
     add_device_argument,
+    add_profile_argument,
+    check_profile,
     describe,
     device_of,
     flop_counter,
@@ -77,16 +79,14 @@ def main() -> int:
                         help="train N updates on each path from the same start and compare (default: skip)")
     parser.add_argument("--equal-dtype", choices=["float32", "float64"], default="float32",
                         help="the two runs' precision: in float64 they agree to rounding however long they run")
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile the fast path's updates by operator at each thread count")
+    add_profile_argument(parser, "the fast path's updates at each thread count")
     parser.add_argument("--data", type=Path,
                         help="the shared data folder, in place of the configs' ../shared/data (default: theirs)")
     add_device_argument(parser)
     args = parser.parse_args()
     device = device_of(args.device)
     gpu = is_gpu(device)
-    if args.profile and gpu:
-        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
+    check_profile(parser, args.profile, device)
     data = args.data.resolve() if args.data else None  # before leaving the current directory
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)
@@ -135,9 +135,9 @@ def main() -> int:
                       f"{reference.cpu / fast.cpu:.2f}x by CPU time")
                 if args.profile:
                     updates = [functools.partial(trainer._update, b) for b in batches[WARM_UP: WARM_UP + args.updates]]
-                    counts, profile = profile_ops(lambda: [update()[1] for update in updates], device)  # noqa: B023
-                    text = profile.describe(flops["fast"] * sum(counts), fast.matmul, sum(counts), "tokens")
-                    print(f"{threads:>7} fast, " + text.replace("\n", f"\n{'':>7} "), flush=True)
+                    counts, profile = profile_ops(lambda: [update()[1] for update in updates])  # noqa: B023
+                    print(f"{threads:>7} fast, " + profile.describe(flops["fast"] * sum(counts), fast.matmul,
+                                                                     sum(counts), "tokens", " " * 8), flush=True)
         if args.equal_updates:
             equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype), device)
     print(f"\n{describe()}")  # the load average after the runs

@@ -43,6 +43,8 @@ import torch
 from machine import (
     Timing,
     add_device_argument,
+    add_profile_argument,
+    check_profile,
     describe,
     device_of,
     flop_counter,
@@ -127,14 +129,13 @@ def main() -> None:
                         help="time one-at-a-time decoding on the first N sentences only (default: %(default)s)")
     parser.add_argument("--length-penalty", default="none", choices=["none", "average", "wu"])
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--profile", action="store_true", help="also profile each path by operator")
+    add_profile_argument(parser, "each path")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
     add_device_argument(parser)
     args = parser.parse_args()
     device = device_of(args.device)
     gpu = is_gpu(device)
-    if args.profile and gpu:
-        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
+    check_profile(parser, args.profile, device)
     on = device if gpu else None  # where the searches' tensors go: the CPU's calls stay as they were
     if args.source is None:
         args.source = str(args.data / SOURCE)
@@ -207,9 +208,9 @@ def main() -> None:
               f"{same_all}/{len(sentences)} sentences")
         for path in runs if args.profile else []:
             with reference_path(model, path == "reference"):
-                _, profile = profile_ops(work, on)
-            text = profile.describe(flops, fast.matmul, len(sentences), "sentences")
-            print(f"      {path}, " + text.replace("\n", "\n      "), flush=True)
+                _, profile = profile_ops(work)
+            print(f"      {path}, " + profile.describe(flops, fast.matmul, len(sentences), "sentences", " " * 6),
+                  flush=True)
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,

@@ -211,10 +211,11 @@ class OpProfile:
         seconds["outside torch operators"] = max(0.0, self.wall - sum(seconds.values()))
         return seconds
 
-    def describe(self, flops: float, rate: float, work: float, unit: str) -> str:
+    def describe(self, flops: float, rate: float, work: float, unit: str, indent: str = "") -> str:
         """Lines that say where the time went, given ``flops`` (the matrix-multiply FLOPs of the work), the
         machine's matmul ``rate`` and the ``work`` units done: the seconds of each kind of work, the rate
-        the matrix multiplies reached, and the bound they alone would set (at that rate, and at the machine's)."""
+        the matrix multiplies reached, and the bound they alone would set (at that rate, and at the machine's).
+        Every line after the first starts with ``indent``."""
         kinds = self.kinds()
         matmul = kinds["matrix multiplies"]
         lines = [f"where the time went (torch profiler, {self.wall:.2f} s with its overhead):"]
@@ -225,18 +226,26 @@ class OpProfile:
         lines.append("  largest of the rest: " + ", ".join(f"{op} {s:.2f} s ({n:,} calls)" for s, op, n in top))
         lines.append(f"  if only the matrix multiplies took time: {work / matmul:,.0f} {unit}/s at the rate they "
                      f"reached, {work / (flops / rate):,.0f} {unit}/s at the machine's matmul rate")
-        return "\n".join(lines)
+        return f"\n{indent}".join(lines)
 
 
-def profile_ops(work: Callable[[], T], device: torch.device | None = None) -> tuple[T, OpProfile]:
-    """``work()`` under the torch profiler: its wall time and each operator's self time and calls."""
+def add_profile_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--profile", action="store_true", help=f"also profile {what} by operator (CPU only)")
+
+
+def check_profile(parser: argparse.ArgumentParser, profile: bool, device: torch.device | None) -> None:
+    """``--profile`` goes with the CPU: on a GPU the operators' CPU time is that of launching kernels."""
+    if profile and is_gpu(device):
+        parser.error("--profile times CPU operators; on a GPU their CPU time is that of launching kernels")
+
+
+def profile_ops(work: Callable[[], T]) -> tuple[T, OpProfile]:
+    """``work()`` on the CPU under the torch profiler: its wall time and each operator's self time and calls."""
     from torch.profiler import ProfilerActivity, profile
 
-    sync(device)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         start = time.perf_counter()
         result = work()
-        sync(device)
         wall = time.perf_counter() - start
     ops = {event.key: (event.self_cpu_time_total / 1e6, event.count) for event in prof.key_averages()}
     return result, OpProfile(wall, ops)
