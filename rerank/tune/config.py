@@ -69,6 +69,7 @@ class MiraConfig:
     decay: float = 0.999   # decay of the background BLEU statistics
     epochs: int = 60       # passes over the sentences (J); the averaged weights of the best epoch win
     standardize: bool = True  # run on each feature divided by its standard deviation (False: Moses')
+    shuffle: bool = True   # visit the sentences in a new random order each epoch (False: in order, kbmira --no-shuffle)
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.c <= 0 or not 0 < self.decay <= 1:

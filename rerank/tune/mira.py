@@ -1,12 +1,15 @@
 """Batch k-best MIRA (Cherry & Foster 2012, Alg. 1) as Moses' ``kbmira``.
 
-Each epoch visits the sentences in a random order. For a sentence, BLEU is measured against a
-background corpus of decayed statistics, scaled by its reference length (Chiang et al. 2008):
-the hope hypothesis maximises model score + BLEU, the fear hypothesis model score - BLEU. If
-the model does not prefer the hope by at least their BLEU difference, the weights move towards
-the hope by the smallest step that would fix it, capped at C. The background then decays and
-takes in the hope's statistics. After each epoch the averaged weights (over all updates so far)
-are scored on the tuning set; the best epoch's weights win, L1-normalised.
+Each epoch visits the sentences in a random order (or in order: ``shuffle: false``, kbmira's
+``--no-shuffle``). For a sentence, BLEU is measured against a background corpus of decayed
+statistics (every statistic 1 at the start), scaled by its reference length (Chiang et al. 2008):
+the hope hypothesis maximises model score + BLEU, the fear hypothesis model score - BLEU, the
+first on a tie. Where they differ and the hope has the higher BLEU: if the model does not prefer
+the hope by at least their BLEU difference, the weights move towards the hope by the smallest
+step that would fix it, capped at C; the background decays and takes in the hope's statistics.
+After each epoch the averaged weights are scored on the tuning set; the best epoch's weights win,
+L1-normalised. The average is kbmira's: the starting weights plus the weights after each update,
+divided by the number of updates.
 
 With ``standardize`` (the default) MIRA runs on the features divided by their standard deviations
 over the tuning set's hypotheses, starting from the same scores (each starting weight times its
@@ -26,7 +29,7 @@ from rerank.tune.config import MiraConfig
 from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised
 from rerank.tune.standardize import feature_scales, standardised
-from rerank.tune.stats import CORRECT, HYP_LEN, MAX_ORDER, NUM_STATS, REF_LEN, TOTAL, log_bleu
+from rerank.tune.stats import CORRECT, HYP_LEN, NUM_STATS, REF_LEN, TOTAL, log_bleu
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,8 @@ class MiraResult:
 
 
 def initial_background() -> np.ndarray:
-    """Moses' starting pseudo-document: n - j + 1 matches and n-grams of order j, reference length 4."""
-    background = np.zeros(NUM_STATS)
-    background[CORRECT] = background[TOTAL] = np.arange(MAX_ORDER, 0, -1)
-    background[HYP_LEN] = background[TOTAL.start]
-    background[REF_LEN] = MAX_ORDER
-    return background
+    """kbmira's starting background: every statistic 1."""
+    return np.ones(NUM_STATS)
 
 
 def background_bleu(stats: np.ndarray, background: np.ndarray) -> np.ndarray:
@@ -70,16 +69,17 @@ def _mira(data: TuningData, initial: np.ndarray, config: MiraConfig, rng: np.ran
     features = [data.features[s, :n] for s, n in enumerate(data.counts)]                     # (n_s, D) each
     stats = [data.stats[s, :n].astype(np.float64) for s, n in enumerate(data.counts)]       # (n_s, NS) each
     weights = np.asarray(initial, dtype=np.float64).copy()
-    total, updates = np.zeros_like(weights), 0
+    total, updates = weights.copy(), 0   # kbmira's running sum starts with the starting weights
     background = initial_background()
     best = MiraResult(l1_normalised(weights), -math.inf, 0, 0)
+    order = np.arange(data.num_sentences)
     for epoch in range(1, config.epochs + 1):
-        for s in rng.permutation(data.num_sentences):
+        for s in rng.permutation(order) if config.shuffle else order:
             score = features[s] @ weights
             bleu = background_bleu(stats[s], background)
             hope = int(np.argmax(score + bleu))
             fear = int(np.argmax(score - bleu))
-            if hope == fear:
+            if hope == fear or bleu[hope] <= bleu[fear]:
                 continue
             difference = features[s][hope] - features[s][fear]
             loss = bleu[hope] - bleu[fear] - difference @ weights

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rerank.formats.files import read_text
+from rerank.formats.nbest import FeatureLayout
 from rerank.tune.config import MiraConfig, ProConfig
 from rerank.tune.data import NBestPool, TuningData
 from rerank.tune.mira import background_bleu, initial_background, mira
@@ -65,13 +66,91 @@ def test_pro_is_reproducible_and_better_than_no_tuning(nbest, regression_slice):
     assert corpus_bleu(nbest, first.weights) > corpus_bleu(nbest, untuned) + 5
 
 
-def test_background_bleu_is_moses_formula():
+def test_background_bleu_is_kbmira_formula():
     background = initial_background()
-    assert background.tolist() == [4, 4, 4, 3, 2, 1, 4, 3, 2, 1]  # hyp_len, ref_len, matches, n-grams
-    stats = np.array([[10, 12, 7, 4, 2, 1, 10, 9, 8, 7]], dtype=float)
+    assert background.tolist() == [1.0] * 10  # kbmira: every statistic 1 at the start
+    stats = np.array([[10, 12, 7, 4, 2, 1, 10, 9, 8, 7]], dtype=float)  # hyp_len, ref_len, matches, n-grams
     total = stats[0] + background
     expected = np.exp(np.mean(np.log(total[2:6] / total[6:10])) + min(0.0, 1 - total[1] / total[0])) * total[1]
     assert background_bleu(stats, background)[0] == pytest.approx(expected)
+
+
+# hand-made lists whose answers are worked out below: statistics hyp_len, ref_len, matches 1-4, n-grams 1-4
+PERFECT = [4, 4, 4, 3, 2, 1, 4, 3, 2, 1]
+NOTHING = [4, 4, 0, 0, 0, 0, 4, 3, 2, 1]
+HALF = [4, 4, 2, 1, 0, 0, 4, 3, 2, 1]
+
+
+def hand_made(features: list[list[float]], stats: list[list[int]]) -> TuningData:
+    """One sentence with the given hypotheses."""
+    dims = len(features[0])
+    return TuningData(FeatureLayout(tuple(f"F{i}" for i in range(dims)), (1,) * dims),
+                      np.array([features], dtype=np.float64), np.array([stats], dtype=np.int64),
+                      np.array([len(features)]))
+
+
+@pytest.mark.parametrize("c", [0.01, 10.0])
+def test_mira_update_on_a_hand_made_list(c):
+    """Two hypotheses, the better one (all n-grams right) preferred less by the starting weights.
+
+    With every background statistic 1, BLEU times the reference length is 5 for the perfect
+    hypothesis and 5 * (1/5 * 1/4 * 1/3 * 1/2)^(1/4) for the one without a match. The hope is the
+    perfect one, the fear the other; the step along their difference (1, -1) is the loss over
+    |difference|^2 = 2, capped at C; the average after one update is the start plus the new
+    weights (kbmira's running sum starts with the starting weights)."""
+    data = hand_made([[1.0, 0.0], [0.0, 1.0]], [PERFECT, NOTHING])
+    start = np.array([0.0, 0.5])
+    gap = 5.0 - 5.0 * (1 / 5 * 1 / 4 * 1 / 3 * 1 / 2) ** 0.25
+    loss = gap - (0.0 - 0.5)
+    step = min(c, loss / 2.0)
+    after = start + step * np.array([1.0, -1.0])
+    result = mira(data, start, MiraConfig(epochs=1, c=c, standardize=False), np.random.default_rng(0))
+    assert result.updates == 1
+    expected = start + after
+    assert result.weights == pytest.approx(expected / np.abs(expected).sum(), rel=1e-12)
+    if c == 10.0:   # the uncapped step makes the margin exactly the BLEU difference
+        assert after @ np.array([1.0, -1.0]) == pytest.approx(gap, rel=1e-12)
+
+
+def test_mira_leaves_a_list_of_equal_bleu_alone():
+    data = hand_made([[1.0, 0.0], [0.0, 1.0]], [HALF, HALF])
+    result = mira(data, np.array([0.25, 0.75]), MiraConfig(epochs=3, standardize=False), np.random.default_rng(0))
+    assert result.updates == 0 and result.weights.tolist() == [0.25, 0.75]
+
+
+def test_pro_on_a_hand_made_list_learns_the_better_hypothesis_direction():
+    """Two hypotheses: every pair is (better - worse) = (2, -1) or its negation, so the classifier with an
+    isotropic prior lies along (2, -1): L1-normalised (2/3, -1/3). Its length a solves
+    a = (2P / l2) * sigmoid(-a * 5) for P kept pairs (the gradient of the objective is 0)."""
+    data = hand_made([[3.0, 0.0], [1.0, 1.0]], [PERFECT, NOTHING])
+    config = ProConfig(standardize=False)
+    result = pro(data, config, np.random.default_rng(4))
+    assert result.pairs == config.keep
+    assert result.weights == pytest.approx([2 / 3, -1 / 3], rel=1e-9)
+    differences, better = sample_pairs(data, config, np.random.default_rng(4))
+    features = np.vstack([differences, -differences])
+    labels = np.concatenate([better, ~better]).astype(float)
+    weights, _ = logistic_regression(features, labels, config.l2, config.max_iterations)
+    low, high = 0.0, 10.0
+    for _ in range(200):   # bisection on a - (2P / l2) sigmoid(-5a), increasing in a
+        middle = (low + high) / 2
+        if middle - 2 * config.keep / config.l2 / (1 + np.exp(5 * middle)) > 0:
+            high = middle
+        else:
+            low = middle
+    assert weights == pytest.approx(low * np.array([2.0, -1.0]), rel=1e-9)
+
+
+def test_pro_keeps_the_pairs_furthest_apart_and_none_closer_than_min_diff():
+    """Sentence BLEU+1: perfect 1, half 0.05^(1/4) = 0.47, nothing 0.30: the pair (perfect, nothing) is the
+    furthest apart; with a minimum difference above every gap nothing is kept."""
+    features = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    data = hand_made(features, [PERFECT, NOTHING, HALF])
+    differences, better = sample_pairs(data, ProConfig(keep=1), np.random.default_rng(0))
+    assert len(differences) == 1
+    assert (np.where(better[0], differences[0], -differences[0])).tolist() == [1.0, -1.0, 0.0]
+    differences, better = sample_pairs(data, ProConfig(min_diff=0.75), np.random.default_rng(0))
+    assert len(differences) == 0
 
 
 def test_mira_is_reproducible_and_returns_its_best_epoch(nbest):
