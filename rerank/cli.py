@@ -1,16 +1,20 @@
 """The ``rerank`` command: one entry point, one subcommand per module in :mod:`rerank.commands`.
 
 Each command module has a one-line docstring (its help), ``add_arguments(parser)``,
-``run(args) -> int`` and ``OUTPUTS``, the options that name files it writes (checked before it
-runs), and imports torch only inside ``run``, so that ``rerank apply`` or
-``rerank tune`` start fast. :func:`main` sets up logging and the SIGTERM handler once, for the
-whole process; a :class:`~rerank.errors.RerankError` becomes one line on stderr and exit status 2.
+``run(args) -> int``, ``OUTPUTS``, the options that name files it writes, and ``INPUTS``, those
+that name files (or model directories) it reads: every output is checked before the command runs
+(:func:`~rerank.formats.files.check_outputs`: writable, never one of the inputs). A command imports
+torch only inside ``run``, so that ``rerank apply`` or ``rerank tune`` start fast. :func:`main` sets up
+logging and the SIGTERM handler once, for the whole process; a :class:`~rerank.errors.RerankError` (or a
+full disk) becomes one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -34,7 +38,7 @@ from rerank.commands import (
     tune,
 )
 from rerank.errors import RerankError, plain
-from rerank.formats.files import STDIO, check_writable
+from rerank.formats.files import DISK_ERRORS, check_outputs
 
 COMMANDS: dict[str, ModuleType] = {
     "score-nbest": score_nbest,
@@ -67,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = subparsers.add_parser(name, help=summary, description=module.__doc__,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run, outputs=getattr(module, "OUTPUTS", ()))
+        sub.set_defaults(run=module.run, outputs=getattr(module, "OUTPUTS", ()), inputs=getattr(module, "INPUTS", ()))
     return parser
 
 
@@ -80,12 +84,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in OUR_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
-        for dest in args.outputs:  # every output is checked before any work starts
-            if getattr(args, dest, None) not in (None, STDIO):
-                check_writable(getattr(args, dest))
+        check_outputs(command_outputs(args), command_inputs(args))  # before any work starts
         return args.run(args) or 0
     except RerankError as e:
         print(f"rerank: error: {plain(str(e))}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except OSError as e:
+        if e.errno not in DISK_ERRORS:
+            raise
+        print(f"rerank: error: {e.filename or 'output'}: cannot write: {e.strerror}", file=sys.stderr)
+        with contextlib.suppress(OSError):  # what stdout still holds cannot be written either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("rerank: interrupted", file=sys.stderr)
@@ -93,6 +102,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `rerank apply ... | head`
         sys.stderr.close()
         return 0
+
+
+def command_outputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files the command writes, as ``(option, path)`` pairs."""
+    return [(f"--{dest.replace('_', '-')}", getattr(args, dest, None)) for dest in args.outputs]
+
+
+def command_inputs(args: argparse.Namespace) -> list[str]:
+    """The files (and model directories) the command reads; ``NAME=PATH`` values count as ``PATH`` too."""
+    paths: list[str] = []
+    for dest in args.inputs:
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                paths += [item, item.partition("=")[2]] if "=" in item else [item]
+    return [path for path in paths if path]
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -15,7 +15,9 @@ from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output",)
+INPUTS = ("model", "source_file", "target_file")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

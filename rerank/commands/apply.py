@@ -16,7 +16,9 @@ from rerank.commands.arguments import positive_int
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output", "nbest_out")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output", "nbest_out")
+INPUTS = ("nbest", "weights", "source")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

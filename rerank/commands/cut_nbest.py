@@ -12,7 +12,9 @@ import argparse
 
 from rerank.commands.arguments import positive_int
 
-OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output",)
+INPUTS = ("nbest",)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

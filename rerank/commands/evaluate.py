@@ -22,7 +22,9 @@ def bucket_scheme(text: str) -> str:
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 
-OUTPUTS = ("plot", "json")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("plot", "json")
+INPUTS = ("systems", "references", "source")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +53,7 @@ def parse_system(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
+    from rerank.formats.files import committed_together
     from rerank.study.evaluation import evaluate, format_evaluation, write_json
     from rerank.study.plots import plot_bucket_bleu
 
@@ -64,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
                           tokenize=args.tokenize, lowercase=args.lowercase)
     if args.json != "-":
         sys.stdout.write(format_evaluation(evaluation))
-    if args.json:
-        write_json(evaluation, args.json)
-    if args.plot:
-        plot_bucket_bleu(evaluation, args.plot)
+    with committed_together():
+        if args.json:
+            write_json(evaluation, args.json)
+        if args.plot:
+            plot_bucket_bleu(evaluation, args.plot)
     return 0

@@ -24,7 +24,9 @@ import argparse
 
 from rerank.commands.arguments import positive_int
 
-OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output",)
+INPUTS = ("systems", "moses_ini", "source", "moses", "filter_script")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,7 +21,9 @@ from rerank.commands.arguments import StoreOnce
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output", "moses_ini_out")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output", "moses_ini_out")
+INPUTS = ("shards", "moses_ini")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,13 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
-    from rerank.formats.files import STDIO
-    from rerank.formats.shards import check_shards, merge_shards
+    from rerank.formats.files import STDIO, check_outputs, committed_together
+    from rerank.formats.shards import check_shards, manifest_path, merge_shards
 
     if (args.moses_ini is None) != (args.moses_ini_out is None):
         raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
     if args.output == STDIO:
         raise RerankError("merge-shards writes a file: give -o OUT")
+    check_outputs([("--output", args.output), ("--moses-ini-out", args.moses_ini_out)],
+                  [*args.shards, *map(manifest_path, args.shards)])
     ini = None
     if args.moses_ini is not None:
         shards = check_shards(args.shards)
@@ -64,11 +68,13 @@ def run(args: argparse.Namespace) -> int:
                 num_scores = len(entry.scores) - 1
                 break
         ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, args.weight)
-    ordered = merge_shards(args.shards, args.output)
+    with committed_together():  # the whole output and its moses.ini appear together
+        ordered = merge_shards(args.shards, args.output)
+        if ini is not None:
+            ini.write(args.moses_ini_out)
     logger.info("%s: the %d shards of %s (%s of %s)", args.output, len(ordered), ordered[0].input.get("path"),
                 ordered[0].kind, ordered[0].command)
     if ini is not None:
-        ini.write(args.moses_ini_out)
         logger.info("%s: %s has one more score, weighted %g, read from %s", args.moses_ini_out, args.table,
                     args.weight, args.output)
     return 0

@@ -13,7 +13,9 @@ import logging
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output",)
+INPUTS = ("nbest", "references")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

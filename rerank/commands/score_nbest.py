@@ -22,7 +22,9 @@ from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_in
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output",)  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output",)
+INPUTS = ("nbest", "source", "config", "lm", "unk_vocab", "unk_corpus")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output", "moses_ini_out")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output", "moses_ini_out")
+INPUTS = ("input", "model", "moses_ini")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from rerank.errors import RerankError
-    from rerank.formats.files import STDIO, display_name
+    from rerank.formats.files import STDIO, committed_together, display_name
     from rerank.formats.phrase_table import read_phrase_table
     from rerank.formats.shards import ShardReader, check_shard_output, table_segments, write_manifest
     from rerank.formats.streams import peek
@@ -106,40 +108,43 @@ def run(args: argparse.Namespace) -> int:
         reader = ShardReader(args.input, args.shard, boundary=table_segments())
         check_shard_output(args.shard, args.output)
     table = display_name(args.input)
-    with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
-        # a bad first line fails before loading
-        first, entries = peek(read_phrase_table(args.input, args.encoding, reader))
-        num_scores = len(first.scores) if first is not None else None
-        ini = None
-        if args.moses_ini is not None:
-            ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
-                                  args.weight)
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
-                                   if (value := getattr(args, key)) is not None})
-        if cluster is not None and num_scores is not None:
-            from rerank.search.ray_table import score_phrase_table_ray
+    # the table and its moses.ini appear together (a shard's manifest goes after its table)
+    with committed_together() if reader is None else contextlib.nullcontext():
+        with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
+            # a bad first line fails before loading
+            first, entries = peek(read_phrase_table(args.input, args.encoding, reader))
+            num_scores = len(first.scores) if first is not None else None
+            ini = None
+            if args.moses_ini is not None:
+                ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
+                                      args.weight)
+            if args.threads:
+                torch.set_num_threads(args.threads)
+            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
+                                       if (value := getattr(args, key)) is not None})
+            if cluster is not None and num_scores is not None:
+                from rerank.search.ray_table import score_phrase_table_ray
 
-            score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster, num_scores=num_scores,
-                                   scoring=scoring, encoding=args.encoding, show_progress=not args.quiet)
-        else:
-            scorer = Scorer.load(args.model, torch_device(args.device), scoring)
-            score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                               show_progress=not args.quiet, count=reader is None)
-    if reader is not None:
-        write_manifest(args.output, reader, command="score-table", kind="phrase table",
-                       settings={"model": args.model, "encoding": args.encoding, "window": args.window,
-                                 "max_tokens": args.max_tokens})
-        if first is None:
-            logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
-    elif first is None:
-        logger.warning("%s is empty: wrote an empty table", table)
-    if ini is not None:
-        ini.write(args.moses_ini_out)
-        logger.info("%s: %s now has %s scores, the last weighted %g, read from %s", args.moses_ini_out,
-                    args.table, num_scores + 1 if num_scores is not None else "one more", args.weight,
-                    os.path.abspath(args.output))
+                score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster,
+                                       num_scores=num_scores, scoring=scoring, encoding=args.encoding,
+                                       show_progress=not args.quiet)
+            else:
+                scorer = Scorer.load(args.model, torch_device(args.device), scoring)
+                score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
+                                   show_progress=not args.quiet, count=reader is None)
+        if reader is not None:
+            write_manifest(args.output, reader, command="score-table", kind="phrase table",
+                           settings={"model": args.model, "encoding": args.encoding, "window": args.window,
+                                     "max_tokens": args.max_tokens})
+            if first is None:
+                logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
+        elif first is None:
+            logger.warning("%s is empty: wrote an empty table", table)
+        if ini is not None:
+            ini.write(args.moses_ini_out)
+            logger.info("%s: %s now has %s scores, the last weighted %g, read from %s", args.moses_ini_out,
+                        args.table, num_scores + 1 if num_scores is not None else "one more", args.weight,
+                        os.path.abspath(args.output))
     return 0
 
 

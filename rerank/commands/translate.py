@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output", "alignments", "attention")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output", "alignments", "attention")
+INPUTS = ("input", "model", "weights", "dictionary", "phrase_table")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -122,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rerank.errors import RerankError
     from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
-    from rerank.formats.files import display_name, read_lines
+    from rerank.formats.files import committed_together, display_name, read_lines
     from rerank.formats.nbest import check_label
     from rerank.formats.shards import ShardReader, check_shard_output, line_blocks, write_manifest
     from rerank.models.checkpoint import load_model
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
                 config.beam_size, ranking, batch_size)
     outputs = TranslationOutputs(args.output, nbest=bool(args.nbest), alignments=args.alignments,
                                  attention=args.attention)
-    with torch_threads(args.threads):
+    with torch_threads(args.threads), committed_together():  # the outputs appear together
         translate_file(loaded, sentences, outputs, config, label=label, dictionary=dictionary,
                        batch_size=batch_size, device=args.device, first_id=first_id)
     if args.shard is not None:

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("output", "output_ini")  # checked by rerank.cli before the command runs
+# files written and read, checked by rerank.cli before the command runs: no output is an input
+OUTPUTS = ("output", "output_ini")
+INPUTS = ("nbest", "source", "ref", "init", "moses_ini", "config")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +123,10 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
     from rerank.errors import RerankError
+    from rerank.formats.files import check_outputs, committed_together
     from rerank.formats.moses_ini import MosesIni
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
@@ -137,19 +142,25 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--jobs and --submit are for --decoder: they run the decoder in parts")
     if args.decoder and args.features:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
+    ini = args.moses_ini or (args.init if args.init and is_moses_ini(args.init) else None)
+    output_ini = (args.output_ini or _with_suffix(args.output, ".moses.ini")) if ini else None
+    work_dir = args.work_dir or _with_suffix(args.output, ".work")
+    inputs = [*(args.nbest or []), args.source, *args.ref, args.init, args.moses_ini, args.config]
+    check_outputs([("--output", args.output), ("--output-ini", output_ini)], inputs)
+    if args.decoder and os.path.exists(work_dir) and not os.path.isdir(work_dir):
+        raise RerankError(f"--work-dir {work_dir}: it is a file, not a directory")
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
         decoder = f"{args.decoder} {args.decoder_flags}".strip()
-        result = tuning.with_decoder(decoder, args.source, args.work_dir or _with_suffix(args.output, ".work"),
-                                     Jobs(args.jobs, args.submit))
+        result = tuning.with_decoder(decoder, args.source, work_dir, Jobs(args.jobs, args.submit))
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         result = tuning.on_nbest(args.nbest, features)
-    save_weights(result.weights, args.output)
-    ini = args.moses_ini or (args.init if args.init and is_moses_ini(args.init) else None)
-    if ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy of the starting one
-        write_moses_ini(MosesIni.read(ini), result.weights, args.output_ini or _with_suffix(args.output, ".moses.ini"))
+    with committed_together():  # the weights and the moses.ini appear together or not at all
+        save_weights(result.weights, args.output)
+        if ini and output_ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy
+            write_moses_ini(MosesIni.read(ini), result.weights, output_ini)
     print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "
           f"{result.hypotheses} distinct hypotheses): {result.bleu}")
     print(result.signature)

@@ -1,5 +1,8 @@
 """Reading and writing text files: gzip (read by its magic bytes or the ``.gz`` suffix, written by the
-suffix), ``-`` for stdin/stdout, atomic output.
+suffix), ``-`` for stdin/stdout, and the one output layer of every command: outputs checked before
+the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to),
+written atomically with their modes kept (:func:`atomic_output`), several committed together
+(:func:`committed_together`). The promises are listed in docs/guarantees.md.
 
 Every reader in :mod:`rerank.formats` goes through :func:`read_lines`, so that CRLF line ends,
 invalid UTF-8 and truncated gzip streams are reported the same way everywhere: as a
@@ -9,13 +12,17 @@ invalid UTF-8 and truncated gzip streams are reported the same way everywhere: a
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import errno
 import gzip
 import io
 import os
 import secrets
+import stat
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 
@@ -117,8 +124,11 @@ def atomic_output(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iter
     """A text stream that becomes ``path`` only when the block finishes without an exception.
 
     The data go to a temporary file in the same directory, which is renamed over ``path`` at the
-    end, so a crash or a bad input line never leaves half a file behind. ``-`` is stdout.
-    A ``.gz`` suffix writes gzip.
+    end, so a crash or a bad input line never leaves half a file behind. ``-`` is stdout; a device
+    or a FIFO is written to, never replaced; a symbolic link is written through (the file it
+    points to is replaced, the link stays). An existing file keeps its permission bits. Inside
+    :func:`committed_together`, the rename waits for the end of that block. A ``.gz`` suffix
+    writes gzip.
     """
     if str(path) == STDIO:
         yield sys.stdout
@@ -136,32 +146,174 @@ def atomic_binary_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    target = check_writable(path)
-    fd, tmp = _create_temporary(target)
+    output = check_output(path)
+    if output.stream:
+        with _writing(path), open(output.target, "wb") as raw, _compressed(raw, output.target) as binary:
+            yield binary
+        return
+    fd, tmp = _create_temporary(output.target)
     try:
-        with os.fdopen(fd, "wb") as raw:
-            if is_gzip(target):
-                with gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as binary:
-                    yield cast(BinaryIO, binary)
-            else:
-                yield raw
-        os.replace(tmp, target)
+        with _writing(path):
+            if output.mode is not None:
+                os.fchmod(fd, output.mode)
+            with os.fdopen(fd, "wb") as raw, _compressed(raw, output.target) as binary:
+                yield binary
+        pending = _PENDING.get()
+        if pending is None:
+            _commit(tmp, output.target, str(path))
+        else:
+            pending.append((tmp, output.target, str(path)))
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
-def check_writable(path: str | os.PathLike[str]) -> Path:
-    """``path`` as a Path if a file can be written there (its directory exists, it is not a directory);
-    commands call it for every output before their expensive work."""
-    target = Path(path)
+@contextlib.contextmanager
+def committed_together() -> Iterator[None]:
+    """Hold back the renames of the atomic outputs written inside the block until it ends without an
+    exception, then make them all at once: a command's several outputs (weights and moses.ini, a table
+    and its moses.ini, a translation and its alignments) appear together or not at all. Nested blocks
+    join the outermost one."""
+    if _PENDING.get() is not None:
+        yield
+        return
+    pending: list[tuple[Path, Path, str]] = []
+    token = _PENDING.set(pending)
+    try:
+        yield
+    except BaseException:
+        for tmp, _, _ in pending:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+        raise
+    finally:
+        _PENDING.reset(token)
+    for tmp, target, name in pending:
+        _commit(tmp, target, name)
+
+
+_PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
+    "rerank_pending_outputs", default=None)
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+@contextlib.contextmanager
+def _writing(path: str | os.PathLike[str]) -> Iterator[None]:
+    """A full disk (ENOSPC, a quota, /dev/full), a file too large or a read-only file system while writing
+    ``path`` is a :class:`~rerank.errors.RerankError` naming it."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in DISK_ERRORS:
+            raise
+        raise RerankError(f"{path}: cannot write: {e.strerror}") from None
+
+
+@contextlib.contextmanager
+def _compressed(raw: BinaryIO, target: Path) -> Iterator[BinaryIO]:
+    if not is_gzip(target):
+        yield raw
+        return
+    with gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as binary:
+        yield cast(BinaryIO, binary)
+
+
+def _commit(tmp: Path, target: Path, name: str) -> None:
+    try:
+        os.replace(tmp, target)
+    except OSError as e:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise RerankError(f"{name}: cannot write: {e.strerror}") from None
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where an output goes: ``target`` is the file written (a symbolic link's target); a ``stream``
+    (stdout, a device, a FIFO) is written to in place; ``mode`` is an existing file's permission bits."""
+
+    path: str
+    target: Path
+    stream: bool
+    mode: int | None
+    identity: tuple[int, int] | None  # (st_dev, st_ino) of the existing file
+
+
+def check_output(path: str | os.PathLike[str]) -> Output:
+    """``path`` as an :class:`Output` if rerank can write it: a new file in an existing, writable directory, a
+    regular file it may write, a device or a FIFO (written to, never replaced), or ``-``; a symbolic link is
+    followed. A directory, a socket, a missing or read-only directory is a :class:`~rerank.errors.RerankError`.
+    Commands check every output this way before their work starts (:func:`check_outputs`)."""
+    name = str(path)
+    if name == STDIO:
+        return Output(name, Path(name), True, None, None)
+    try:
+        info: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as e:
+        raise RerankError(f"{path}: cannot write: {e.strerror}") from None
+    if info is not None and (stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) or stat.S_ISFIFO(info.st_mode)):
+        if not os.access(path, os.W_OK):
+            raise RerankError(f"{path}: cannot write: permission denied")
+        return Output(name, Path(path), True, None, None)
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        raise RerankError(f"{path}: cannot write: it is a directory")
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise RerankError(f"{path}: cannot write: it is neither a regular file, a device nor a FIFO")
+    target = Path(os.path.realpath(path))
     directory = target.parent
     if not directory.is_dir():
         raise RerankError(f"{path}: cannot write: directory {str(directory)!r} does not exist")
-    if target.is_dir():
-        raise RerankError(f"{path}: cannot write: it is a directory")
-    return target
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise RerankError(f"{path}: cannot write: directory {str(directory)!r} is not writable")
+    if info is not None and not os.access(target, os.W_OK):
+        raise RerankError(f"{path}: cannot write: the file is read-only")
+    mode = stat.S_IMODE(info.st_mode) if info is not None else None
+    return Output(name, target, False, mode, (info.st_dev, info.st_ino) if info is not None else None)
+
+
+def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+                  inputs: Iterable[str | os.PathLike[str] | None] = ()) -> list[Output]:
+    """Check a command's outputs, given as ``(option, path)`` pairs (``None``: not asked for), before it starts:
+    each with :func:`check_output`, no two the same file, and none the same file as one of ``inputs`` (the
+    same device and inode, whatever the names: a hard link or a symbolic link is the same file). A directory
+    among the inputs (a model directory) stands for the files in it."""
+    checked = [(option, check_output(path)) for option, path in outputs if path is not None]
+    read: dict[tuple[int, int], str] = {}
+    for path in inputs:
+        if path is None or str(path) == STDIO:
+            continue
+        for name in _files_of(path):
+            with contextlib.suppress(OSError):
+                info = os.stat(name)
+                if stat.S_ISREG(info.st_mode):
+                    read.setdefault((info.st_dev, info.st_ino), str(name))
+    seen: dict[object, str] = {}
+    for option, output in checked:
+        if output.stream:
+            continue
+        if output.identity is not None and output.identity in read:
+            source = read[output.identity]
+            same = "" if os.path.abspath(source) == os.path.abspath(output.path) else f" (the same file as {source})"
+            raise RerankError(f"{option} {output.path}: it is also an input{same}; rerank never writes over "
+                              "its input: give another output file")
+        key: object = output.identity or output.target
+        if key in seen:
+            raise RerankError(f"{option} {output.path}: the same file as {seen[key]}: give each output its own file")
+        seen[key] = f"{option} {output.path}"
+        seen[output.target] = seen[key]
+    return [output for _, output in checked]
+
+
+def _files_of(path: str | os.PathLike[str]) -> list[str]:
+    """``path``, and the files in it when it is a directory (a model directory)."""
+    if os.path.isdir(path):
+        with contextlib.suppress(OSError):
+            return [entry.path for entry in os.scandir(path)]
+        return []
+    return [str(path)]
 
 
 def _create_temporary(target: Path) -> tuple[int, Path]:

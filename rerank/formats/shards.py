@@ -45,6 +45,7 @@ from rerank.formats.files import (
     STDIO,
     atomic_binary_output,
     atomic_output,
+    check_output,
     decode_line,
     display_name,
     is_gzip,
@@ -367,6 +368,7 @@ def check_shard_output(shard: Shard, *outputs: str | os.PathLike[str] | None) ->
             continue
         if str(output) == STDIO:
             raise RerankError(f"--shard {shard}: give every output a file name (-o OUT): its manifest goes beside it")
+        check_output(manifest_path(output))
         with contextlib.suppress(FileNotFoundError):
             manifest_path(output).unlink()
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from rerank.errors import counted
-from rerank.formats.files import atomic_output, display_name
+from rerank.formats.files import atomic_output, committed_together, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, read_nbest
 from rerank.formats.streams import peek
 from rerank.formats.weights import weight_vector
@@ -44,7 +44,7 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
     sentences = all_sentences(group_by_sentence(entries), num_sentences=num_sentences, nbest_name=nbest_name,
                               source_name=source_name)
     empty = sparse = 0
-    with contextlib.ExitStack() as stack:
+    with committed_together(), contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_output(output))
         resorted = stack.enter_context(atomic_output(nbest_out)) if nbest_out is not None else None
         for _, group in sentences:

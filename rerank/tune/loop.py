@@ -13,7 +13,7 @@ The decoder is a shell command template with placeholders:
 
 ``{weights_overwrite}``
     the weights in Moses' ``-weight-overwrite`` syntax, ``LM0= 0.5 TranslationModel0= 0.1 0.2``,
-    as one shell word (quoted, unless the template already has quotes around the placeholder);
+    as one shell word;
 ``{weights_file}``
     a YAML weights file (``runN.weights.yaml``);
 ``{nbest}``
@@ -25,7 +25,9 @@ The decoder is a shell command template with placeholders:
     the tuning source; without it, the source is given on the decoder's stdin.
 
 For Moses: ``moses -f moses.ini -n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}``
-(or ``-n-best-list - ...`` to have the n-best list on stdout).
+(or ``-n-best-list - ...`` to have the n-best list on stdout). Every value is quoted by rerank
+(:mod:`rerank.tune.templates`: ``'{nbest}'`` is read as ``{nbest}``), the labels and weights are checked
+before the first command line is made, and the decoder runs in its own process group, ended with rerank.
 
 With :class:`~rerank.tune.parallel.Jobs` of N > 1 (``--jobs N``), each iteration runs the decoder on N parts
 of the source at once, locally or through a cluster's submit command, and joins their n-best lists (see
@@ -38,7 +40,6 @@ import contextlib
 import logging
 import math
 import re
-import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,18 +60,31 @@ from rerank.tune.mert import l1_normalised
 from rerank.tune.optimize import corpus_bleu, optimise
 from rerank.tune.parallel import Jobs, Part, decode_in_parts, split_source
 from rerank.tune.stats import log_bleu
+from rerank.tune.templates import Template
+from rerank.tune.templates import run as run_command
 
 logger = logging.getLogger(__name__)
 
 LOOP_FILE = "loop.yaml"  # in the work directory: which loop it holds
 PLACEHOLDERS = ("weights_overwrite", "weights_file", "nbest", "nbest_size", "source")
-_PLACEHOLDER = re.compile(r"(['\"]?)\{([a-z_]+)\}(\1)")
+DECODER_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # a feature label a decoder's command line may carry
 Weights = Mapping[str, Sequence[float]]
 
 
 def weights_overwrite(weights: Weights) -> str:
     """Moses' ``-weight-overwrite`` value: ``LM0= 0.5 TranslationModel0= 0.1 0.2``."""
     return " ".join(f"{label}= " + " ".join(format_weight(v) for v in values) for label, values in weights.items())
+
+
+def check_decoder_weights(weights: Weights, source: str) -> None:
+    """Labels a decoder reads as labels (a letter, then letters, digits, ``_``, ``.``, ``-``) and finite weights,
+    checked before any command line holds them."""
+    for label, values in weights.items():
+        if not DECODER_LABEL.fullmatch(label):
+            raise RerankError(f"{source}: feature label {label!r} cannot go to the decoder: expected a letter "
+                              "followed by letters, digits, '_', '.' or '-'")
+        if not all(math.isfinite(v) for v in values):
+            raise RerankError(f"{source}: {label}: expected finite weights, got {' '.join(map(str, values))}")
 
 
 @dataclass(frozen=True)
@@ -80,30 +94,24 @@ class DecoderCommand:
     template: str
 
     def __post_init__(self) -> None:
-        names = {match.group(2) for match in _PLACEHOLDER.finditer(self.template)}
-        unknown = sorted(names - set(PLACEHOLDERS))
-        if unknown:
-            raise RerankError(f"--decoder: unknown placeholder {{{unknown[0]}}}; known: "
-                              + ", ".join(f"{{{name}}}" for name in PLACEHOLDERS))
-        if not names & {"weights_overwrite", "weights_file"}:
+        if not self.parsed.names & {"weights_overwrite", "weights_file"}:
             raise RerankError("--decoder: the command must pass the weights with {weights_overwrite} or {weights_file}")
 
     @property
+    def parsed(self) -> Template:
+        return Template(self.template, "--decoder", PLACEHOLDERS)
+
+    @property
     def reads_stdin(self) -> bool:
-        return "{source}" not in self.template
+        return "source" not in self.parsed.names
 
     @property
     def writes_nbest_file(self) -> bool:
-        return "{nbest}" in self.template
+        return "nbest" in self.parsed.names
 
     def render(self, values: Mapping[str, str]) -> str:
         """The command with every placeholder replaced by ``values[name]``, quoted for the shell."""
-        def substitute(match: re.Match[str]) -> str:
-            quote, name = match.group(1), match.group(2)
-            if name not in values:
-                return match.group(0)
-            return f"{quote}{values[name]}{quote}" if quote else shlex.quote(values[name])
-        return _PLACEHOLDER.sub(substitute, self.template)
+        return self.parsed.render(values)
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,11 @@ class TuningLoop:
         after the last of them, as an uninterrupted run would (each iteration's random choices come
         from the seed and its number).
         """
-        self.work_dir.mkdir(parents=True, exist_ok=True)
+        check_decoder_weights(initial, "the starting weights")
+        try:
+            self.work_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RerankError(f"{self.work_dir}: cannot make the work directory: {e.strerror}") from None
         self._claim_work_dir()
         loop = self.config.loop
         decoder_weights: Weights = dict(initial)
@@ -259,7 +271,7 @@ class TuningLoop:
         with contextlib.ExitStack() as files:
             stdin = files.enter_context(open(self.source, "rb")) if self.command.reads_stdin else subprocess.DEVNULL
             out, err = files.enter_context(open(stdout, "wb")), files.enter_context(open(log, "wb"))
-            status = subprocess.run(command, shell=True, stdin=stdin, stdout=out, stderr=err).returncode
+            status = run_command(command, stdin=stdin, stdout=out, stderr=err)
         if status != 0:
             tail = log.read_bytes().decode("utf-8", "replace").splitlines()[-5:]
             raise RerankError(f"the decoder failed with exit status {status} in iteration {number}: {command}"

@@ -13,11 +13,12 @@ as local processes. With one (``--submit``), each part is the shell command the 
 
 ``qsub -sync y -b y -cwd -o /dev/null -e /dev/null {command}`` (SGE), ``srun -n1 -c2 {command}`` (Slurm)
 
-The submit command must wait for the job and exit with its status (``qsub -sync y``, ``srun``,
-``bsub -K``); its own output goes to ``runI.partK.submit.log``. The script's last act is to write the
-decoder's exit status to ``runI.partK.status``, so that a job that did not finish (a submit command
-that returned at once) is never taken for a finished one. A part that fails is an error naming it,
-with the end of its log.
+Every value is quoted for the shell and the processes run in groups of their own, ended with rerank
+(see :mod:`rerank.tune.templates`). The submit command must wait for the job and exit with its status
+(``qsub -sync y``, ``srun``, ``bsub -K``); its own output goes to ``runI.partK.submit.log``. The
+script's last act is to write the decoder's exit status to ``runI.partK.status``, so that a job that
+did not finish (a submit command that returned at once) is never taken for a finished one. A part that
+fails is an error naming it, with the end of its log.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import contextlib
 import logging
 import os
 import shlex
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -35,6 +35,7 @@ from pathlib import Path
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_lines, read_text
+from rerank.tune.templates import Template, end_group, start
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Jobs:
     def __post_init__(self) -> None:
         if self.count < 1:
             raise RerankError(f"--jobs must be at least 1, got {self.count}")
-        if self.submit is not None and COMMAND not in self.submit:
+        if self.submit is not None and "command" not in Template(self.submit, "--submit", ("command",)).names:
             raise RerankError(f"--submit: the template must hold {COMMAND}, where the part's command goes "
                               f"(e.g. \"qsub -sync y -b y -cwd {COMMAND}\"), got {self.submit!r}")
 
@@ -137,16 +138,14 @@ def run_parts(runs: Sequence[PartRun], submit: str | None, number: int) -> None:
                 for stale in (run.nbest, run.stdout, run.status):
                     with contextlib.suppress(FileNotFoundError):
                         stale.unlink()
-                argv = shlex.join(["sh", str(run.script.resolve())])
+                argv = ["sh", str(run.script.resolve())]
                 if submit is None:
-                    processes.append(subprocess.Popen(argv, shell=True, stdin=subprocess.DEVNULL,
-                                                      start_new_session=True))
+                    processes.append(start(shlex.join(argv), stdin=subprocess.DEVNULL))
                 else:
                     log = files.enter_context(open(run.submit_log, "wb"))
-                    line = submit.replace(COMMAND, argv)
+                    line = Template(submit, "--submit", ("command",)).render({"command": argv})
                     logger.debug("iteration %d, %s: %s", number, run.part, line)
-                    processes.append(subprocess.Popen(line, shell=True, stdin=subprocess.DEVNULL, stdout=log,
-                                                      stderr=subprocess.STDOUT, start_new_session=True))
+                    processes.append(start(line, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))
             pending = dict(enumerate(processes))
             while pending and failed is None:
                 for i, process in list(pending.items()):
@@ -162,9 +161,7 @@ def run_parts(runs: Sequence[PartRun], submit: str | None, number: int) -> None:
     finally:
         for process in processes:
             if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-                process.wait()
+                end_group(process)
     if failed is None:  # the submit commands all said 0: did every job finish, and well?
         for run in runs:
             if not run.status.exists():

@@ -1,0 +1,167 @@
+"""Shell command templates (``tune --decoder``, ``--submit``) and the child processes they start: the one way
+rerank runs a command line a user wrote.
+
+A template is shell text with placeholders, ``{nbest}``, ``{command}``. rerank puts every value in quoted
+for the shell (:func:`shlex.quote`), so that a path or a label with spaces, ``$(...)``, backticks or
+quotes is one word and never runs. A placeholder the template quotes itself, ``'{nbest}'`` or
+``"{nbest}"``, is taken as the bare placeholder (its quotes dropped, the value quoted by rerank); one
+inside a longer quoted string (``"--n={nbest}"``), where no quoting of the value is right, is refused
+with a message saying how to write it. ``${name}`` is the shell's, not a placeholder.
+
+Children run in their own process group (a new session), so that rerank ends the decoder and everything
+it started (a ``sh -c`` and its ``moses``) when it stops, on an error, SIGTERM or Ctrl-C: see
+:func:`process_group`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rerank.errors import RerankError
+
+_NAME = re.compile(r"\{([a-z_]+)\}")
+GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when a child's group is ended
+
+
+Value = str | Sequence[str]  # one shell word, or a command as several words
+
+
+@dataclass(frozen=True)
+class Template:
+    """A command template ``text`` given as ``option``, its placeholders among ``known``."""
+
+    text: str
+    option: str
+    known: Collection[str]
+    parts: tuple[str | Placeholder, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", _parse(self.text, self.option, self.known))
+
+    @property
+    def names(self) -> set[str]:
+        """The placeholders the template uses."""
+        return {part.name for part in self.parts if isinstance(part, Placeholder)}
+
+    def render(self, values: Mapping[str, Value]) -> str:
+        """The command line with each placeholder replaced by its value quoted for the shell: a string as one
+        word; a list of words (a command) as those words, or as one word where the template quoted the
+        placeholder (``sh -c '{command}'``)."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            if part.name not in values:
+                raise RerankError(f"{self.option}: no value for {{{part.name}}}")
+            value = values[part.name]
+            words = [value] if isinstance(value, str) else list(value)
+            if any("\0" in word for word in words):
+                raise RerankError(f"{self.option}: the value of {{{part.name}}} holds a NUL byte")
+            joined = shlex.join(words)
+            out.append(shlex.quote(joined) if part.quoted and not isinstance(value, str) else joined)
+        return "".join(out)
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    name: str
+    quoted: bool  # the template had quotes around it
+
+
+def _parse(text: str, option: str, known: Collection[str]) -> tuple[str | Placeholder, ...]:
+    """The template as literal text and placeholders, following the shell's quoting."""
+    parts: list[str | Placeholder] = []
+    literal: list[str] = []
+    quote: str | None = None  # the quote character the text at i is inside, if any
+    opened = -1  # where that quote opened
+    i = 0
+    while i < len(text):
+        char = text[i]
+        match = _NAME.match(text, i) if char == "{" and (i == 0 or text[i - 1] != "$") else None
+        if match is not None:
+            name = match.group(1)
+            if name not in known:
+                raise RerankError(f"{option}: unknown placeholder {{{name}}}; known: "
+                                  + ", ".join(f"{{{k}}}" for k in known))
+            end = match.end()
+            quoted = quote is not None
+            if quote is not None:
+                if opened != i - 1 or end >= len(text) or text[end] != quote:
+                    raise RerankError(
+                        f"{option}: the placeholder {{{name}}} is inside a quoted string with other text "
+                        f"({text[max(opened, 0):end + 1]!r}): rerank quotes every value it puts in, so write the "
+                        f"placeholder on its own, outside quotes (e.g. --flag {{{name}}} for --flag={{{name}}})")
+                literal.pop()  # the template's own quotes around the placeholder: rerank quotes the value
+                quote = None
+                end += 1
+            parts += ["".join(literal), Placeholder(name, quoted)]
+            literal = []
+            i = end
+            continue
+        literal.append(char)
+        if quote is None:
+            if char == "\\" and i + 1 < len(text):
+                literal.append(text[i + 1])
+                i += 1
+            elif char in "'\"":
+                quote, opened = char, i
+        elif char == quote:
+            quote = None
+        elif quote == '"' and char == "\\" and i + 1 < len(text):
+            literal.append(text[i + 1])
+            i += 1
+        i += 1
+    if quote is not None:
+        raise RerankError(f"{option}: a quote ({quote}) opened at character {opened + 1} is never closed")
+    parts.append("".join(literal))
+    return tuple(part for part in parts if part != "")
+
+
+def start(command: str, **popen: Any) -> subprocess.Popen[bytes]:
+    """``command`` run by the shell in a process group of its own (see :func:`process_group`)."""
+    return subprocess.Popen(command, shell=True, start_new_session=True, **popen)
+
+
+def end_group(process: subprocess.Popen[bytes]) -> None:
+    """End ``process`` and every process of its group (SIGTERM, then SIGKILL after a grace period)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=GRACE_SECONDS)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # what the leader left behind
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait()
+
+
+@contextlib.contextmanager
+def process_group(command: str, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``command`` (:func:`start`); when the block ends, however it ends (an error, SIGTERM or Ctrl-C,
+    which unwind rerank), the child's whole group is ended if it is still running."""
+    process = start(command, **popen)
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            end_group(process)
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # grandchildren the finished leader left running
+
+
+def run(command: str, **popen: Any) -> int:
+    """Run ``command`` to its end in its own process group; its exit status."""
+    with process_group(command, **popen) as process:
+        return process.wait()

@@ -1,0 +1,158 @@
+"""The output layer every command shares: outputs checked before the work, never an input, never a replaced
+device, FIFO or link, several outputs committed together, modes kept, a full disk an exit status 2."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import leftovers
+
+from rerank.cli import main
+from rerank.errors import RerankError
+from rerank.formats.files import atomic_output, check_outputs, committed_together
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TUNE = DATA / "tune"
+WEIGHTS = ["--weights", str(DATA / "weights.yaml")]
+
+
+@pytest.fixture
+def nbest(tmp_path: Path) -> Path:
+    path = tmp_path / "toy.nbest"
+    shutil.copy(DATA / "toy.nbest", path)
+    return path
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(nbest: Path, capsys) -> None:
+    before = nbest.read_bytes()
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(nbest)]) == 2
+    assert "it is also an input" in capsys.readouterr().err
+    assert nbest.read_bytes() == before
+
+
+def test_a_hard_link_or_a_symlink_to_the_input_is_the_same_file(nbest: Path, tmp_path: Path, capsys) -> None:
+    before = nbest.read_bytes()
+    os.link(nbest, tmp_path / "hard")
+    os.symlink(nbest, tmp_path / "soft")
+    for alias in ("hard", "soft"):
+        assert main(["cut-nbest", str(nbest), "-n", "1", "-o", str(tmp_path / alias)]) == 2
+        assert f"the same file as {nbest}" in capsys.readouterr().err
+    assert nbest.read_bytes() == before
+
+
+def test_oracle_never_writes_over_a_reference(nbest: Path, tmp_path: Path, capsys) -> None:
+    reference = tmp_path / "ref"
+    shutil.copy(DATA / "toy.fr", reference)
+    before = reference.read_bytes()
+    assert main(["oracle", str(nbest), "-r", str(reference), "-o", str(reference)]) == 2
+    assert reference.read_bytes() == before
+
+
+def test_tune_refuses_its_init_as_output_before_tuning(tmp_path: Path, capsys) -> None:
+    ini = tmp_path / "m.ini"
+    shutil.copy(TUNE / "moses.ini", ini)
+    before = ini.read_bytes()
+    # the n-best list does not even exist: the outputs are checked before anything is read
+    code = main(["tune", "--nbest", str(tmp_path / "absent.gz"), "-r", str(DATA / "toy.fr"), "--init", str(ini),
+                 "-o", str(tmp_path / "w.yaml"), "--output-ini", str(ini)])
+    assert code == 2 and "--output-ini" in capsys.readouterr().err
+    assert ini.read_bytes() == before
+
+
+def test_two_outputs_cannot_be_one_file(nbest: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(out), "--nbest-out", str(out)]) == 2
+    assert "give each output its own file" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_fifo_is_streamed_to_not_replaced(nbest: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(fifo)]) == 0
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert len(received[0].splitlines()) == 3 and leftovers(tmp_path) == []
+
+
+def test_a_device_is_written_to_not_replaced(nbest: Path) -> None:
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", os.devnull]) == 0
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_full_disk_is_an_error_not_a_traceback(nbest: Path, capsys) -> None:
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", "/dev/full"]) == 2
+    assert "/dev/full: cannot write: No space left on device" in capsys.readouterr().err
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_symlink_is_written_through(nbest: Path, tmp_path: Path) -> None:
+    target = tmp_path / "real.txt"
+    target.write_text("old\n")
+    link = tmp_path / "link.txt"
+    os.symlink(target.name, link)
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(link)]) == 0
+    assert os.path.islink(link) and len(target.read_text().splitlines()) == 3
+
+
+def test_an_existing_output_keeps_its_mode(nbest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "private.txt"
+    out.write_text("old\n")
+    out.chmod(0o600)
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and len(out.read_text().splitlines()) == 3
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_directory_is_refused_before_the_work(nbest: Path, tmp_path: Path, capsys) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert main(["score-nbest", str(nbest), "--word-penalty", "--shard", "1/2", "-o", str(locked / "o")]) == 2
+        assert "is not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_outputs_committed_together_appear_together_or_not_at_all(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    with pytest.raises(RuntimeError), committed_together():
+        with atomic_output(first) as out:
+            out.write("a\n")
+        assert not first.exists()  # held back until the block ends
+        with atomic_output(second) as out:
+            raise RuntimeError("the second output fails")
+    assert not first.exists() and not second.exists() and leftovers(tmp_path) == []
+    with committed_together():
+        for path in (first, second):
+            with atomic_output(path) as out:
+                out.write("x\n")
+    assert first.read_text() == second.read_text() == "x\n"
+
+
+def test_tune_writes_its_two_outputs_as_a_pair(regression_slice, tmp_path: Path) -> None:
+    data = regression_slice / "tests/mert.extractor-txt/data"
+    weights, ini = tmp_path / "w.yaml", tmp_path / "w.moses.ini"
+    ini.mkdir()  # the moses.ini cannot be written: the weights must not appear alone
+    code = main(["tune", "--nbest", str(data / "nbest.1.gz"), "-r", str(data / "reference"), "--moses-ini",
+                 str(TUNE / "moses.ini"), "-o", str(weights), "--iterations", "1", "--restarts", "1"])
+    assert code == 2 and not weights.exists()
+
+
+def test_check_outputs_names_the_option(tmp_path: Path) -> None:
+    source = tmp_path / "in"
+    source.write_text("x\n")
+    with pytest.raises(RerankError, match=r"--output .*in: it is also an input"):
+        check_outputs([("--output", str(source))], [str(source)])
+    with pytest.raises(RerankError, match="it is a directory"):
+        check_outputs([("--output", str(tmp_path))])
