@@ -18,18 +18,21 @@ class TextPair:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Training data: a parallel corpus (``train``) or the phrase pairs of a Moses table (``phrase_table``)."""
+    """Training data: a parallel corpus (``train``), the phrase pairs of a Moses table (``phrase_table``), or data
+    made once by ``rerank prepare`` (``prepared``: its vocabularies and length limit are those it was prepared
+    with). Text is prepared into the model directory's ``data/`` before training."""
 
     valid: TextPair
     train: TextPair | None = None
     phrase_table: str | None = None
+    prepared: str | None = None  # a directory written by `rerank prepare`
     src_vocab_size: int = 15000  # frequency shortlists (Cho et al.; Bahdanau et al. use 30,000)
     trg_vocab_size: int = 15000
     max_length: int = 50  # longer training pairs are skipped (RNNsearch-50); scoring takes any length
 
     def __post_init__(self) -> None:
-        if (self.train is None) == (self.phrase_table is None):
-            raise ValueError("give exactly one of 'train' (source and target files) or 'phrase_table'")
+        if sum(x is not None for x in (self.train, self.phrase_table, self.prepared)) != 1:
+            raise ValueError("give exactly one of 'train' (source and target files), 'phrase_table' or 'prepared'")
         at_least(self, 1, "src_vocab_size", "trg_vocab_size", "max_length")
 
 
@@ -41,6 +44,7 @@ class TrainingConfig:
     adadelta_eps: float = 1e-6
     batch_size: int = 80  # sentence pairs per update (under torchrun: over all processes together)
     bucket_window: int = 20  # sort by length within this many batches
+    pool_pairs: int = 250_000  # pairs shuffled together (blocks of batch_size x bucket_window pairs drawn at random)
     clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
     max_epochs: int = 10
     max_updates: int | None = None
@@ -53,8 +57,8 @@ class TrainingConfig:
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "batch_size", "bucket_window", "max_epochs", "max_updates", "valid_every", "log_every",
-                 "patience", "threads")
+        at_least(self, 1, "batch_size", "bucket_window", "pool_pairs", "max_epochs", "max_updates", "valid_every",
+                 "log_every", "patience", "threads")
         at_least(self, 0, "learning_rate", "adadelta_eps", "clip_norm", "lr_decay", "max_minutes", strictly=True)
         at_least(self, 0, "adadelta_rho", strictly=True)
         below(self, 1, "adadelta_rho")

@@ -1,4 +1,5 @@
-"""Training data: parallel text or the phrase pairs of a phrase table, as length-bucketed batches of ids."""
+"""Training data in memory: small parallel text (validation), padded batches, and the length-bucketed order of
+an epoch's batches. The training corpus itself is prepared once and read from disk (:mod:`rerank.training.prepared`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from torch import Tensor
 
 from rerank.errors import FormatError
 from rerank.formats.files import display_name, read_lines
-from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.batching import pad
 
 logger = logging.getLogger(__name__)
@@ -29,12 +29,6 @@ class ParallelCorpus:
     def __len__(self) -> int:
         return len(self.sources)
 
-    def filter_length(self, max_length: int) -> ParallelCorpus:
-        """The pairs whose source and target have at most ``max_length`` words."""
-        keep = [i for i, (s, t) in enumerate(zip(self.sources, self.targets, strict=True))
-                if len(s) <= max_length and len(t) <= max_length]
-        return ParallelCorpus([self.sources[i] for i in keep], [self.targets[i] for i in keep])
-
     def reverse_targets(self) -> ParallelCorpus:
         """The pairs with each target read right to left (for a right-to-left model)."""
         return ParallelCorpus(self.sources, [target[::-1] for target in self.targets])
@@ -49,20 +43,6 @@ def read_parallel(source_path: str | os.PathLike[str], target_path: str | os.Pat
         raise FormatError(display_name(shorter), min(len(sources), len(targets)) + 1,
                           f"as many lines as {display_name(longer)} ({max(len(sources), len(targets))})",
                           got="end of file")
-    return ParallelCorpus(sources, targets)
-
-
-def read_phrase_pairs(path: str | os.PathLike[str]) -> ParallelCorpus:
-    """Each distinct (source, target) phrase pair of a Moses phrase table once, ignoring its
-    frequency (Cho et al. 2014, Sec. 4.1), in table order."""
-    seen: set[tuple[str, str]] = set()
-    sources, targets = [], []
-    for entry in read_phrase_table(path):
-        pair = (entry.source, entry.target)
-        if pair not in seen:
-            seen.add(pair)
-            sources.append(pair[0].split())
-            targets.append(pair[1].split())
     return ParallelCorpus(sources, targets)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from rerank.config import load_yaml, save_config, to_dict
-from rerank.errors import ConfigError, RerankError
+from rerank.errors import RerankError
 from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
@@ -29,10 +29,11 @@ from rerank.models.checkpoint import (
 from rerank.models.config import CONFIG
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
-from rerank.models.vocab import Vocabulary
 from rerank.training.config import TrainConfig
-from rerank.training.data import bucketed_order, make_batch, read_parallel, read_phrase_pairs
+from rerank.training.data import make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
+from rerank.training.prepare import PREPARED_DIR, prepared_data, sha256
+from rerank.training.prepared import EpochPlan, PreparedCorpus
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +63,10 @@ class Trainer:
         self.device = torch.device(device)
         self.world = world or World()
         self.out = Path(config.output_dir)
+        self.data_dir = Path()
         if self.world.is_main:
             self._prepare_output()
+            self.data_dir = prepared_data(config.data, self.out)
         self.world.barrier()  # the others read what process 0 wrote
         self._load_data()
         torch.manual_seed(config.training.seed)
@@ -83,7 +86,7 @@ class Trainer:
         if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match
             saved = load_yaml(config_path) or {}
             for section in ("model", "data"):
-                if saved.get(section) != current[section]:
+                if _set_keys(saved.get(section)) != _set_keys(current[section]):
                     raise RerankError(f"{self.out} holds a run with another '{section}' config ({config_path}); "
                                       "choose a new output_dir or delete it")
             if saved != current:
@@ -91,40 +94,36 @@ class Trainer:
         save_config(self.config, config_path)
 
     def _load_data(self) -> None:
+        """The prepared training data (memory-mapped; process 0 checks its files), its vocabularies (a resumed
+        run's must be the model's own), and the validation pairs."""
         data = self.config.data
-        if data.phrase_table is not None:
-            corpus = read_phrase_pairs(data.phrase_table)
-        else:
-            assert data.train is not None  # DataConfig has one or the other
-            corpus = read_parallel(data.train.source, data.train.target)
-        kept = corpus.filter_length(data.max_length)
-        reverse = self.config.model.reverse_target
-        if reverse:
-            kept = kept.reverse_targets()
-        logger.info("training pairs: %d (%d longer than %d words skipped)", len(kept), len(corpus) - len(kept),
-                    data.max_length)
-        if not len(kept):
-            raise ConfigError("no training pairs left after the length filter")
-        if (self.out / CHECKPOINT).exists():  # resuming: the run's own vocabularies
-            self.src_vocab = Vocabulary.load(self.out / SRC_VOCAB)
-            self.trg_vocab = Vocabulary.load(self.out / TRG_VOCAB)
-        else:
-            self.src_vocab = Vocabulary.build(kept.sources, data.src_vocab_size)
-            self.trg_vocab = Vocabulary.build(kept.targets, data.trg_vocab_size)
-            if self.world.is_main:
-                self.src_vocab.save(self.out / SRC_VOCAB)
-                self.trg_vocab.save(self.out / TRG_VOCAB)
+        if not self.world.is_main:
+            self.data_dir = Path(data.prepared) if data.prepared is not None else self.out / PREPARED_DIR
+        self.corpus = PreparedCorpus(self.data_dir, verify=self.world.is_main)
+        manifest = self.corpus.manifest
+        logger.info("training pairs: %d (%d longer than %d words skipped)", len(self.corpus),
+                    manifest["skipped_longer"], manifest["settings"]["max_length"])
+        self.src_vocab, self.trg_vocab = self.corpus.src_vocab, self.corpus.trg_vocab
+        for name, side in ((SRC_VOCAB, "src"), (TRG_VOCAB, "trg")):
+            record = manifest["vocabularies"][side]
+            if (self.out / CHECKPOINT).exists():  # resuming: the run's own vocabularies
+                if sha256(self.out / name) != record["sha256"]:
+                    raise RerankError(f"{self.data_dir / record['file']}: refused: its vocabulary is not that of the "
+                                      f"model in {self.out} ({name}); train with the data the model was trained on")
+            elif self.world.is_main:
+                (self.src_vocab if side == "src" else self.trg_vocab).save(self.out / name)
         logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
                     len(self.trg_vocab))
-        self.train_src = to_ids(kept.sources, self.src_vocab)
-        self.train_trg = to_ids(kept.targets, self.trg_vocab)
-        self.train_lengths = np.array([len(s) + len(t) / 1000 for s, t in zip(self.train_src, self.train_trg,
-                                                                                  strict=True)])
         valid = read_parallel(data.valid.source, data.valid.target)
-        if reverse:
+        if self.config.model.reverse_target:
             valid = valid.reverse_targets()
         self.valid_src = to_ids(valid.sources, self.src_vocab)
         self.valid_trg = to_ids(valid.targets, self.trg_vocab)
+
+    def epoch_plan(self, epoch: int) -> EpochPlan:
+        """The batches of ``epoch`` (pair indices), the same in every process and after a restart."""
+        t = self.config.training
+        return EpochPlan(self.corpus, t.batch_size, t.bucket_window, t.pool_pairs, t.seed, epoch)
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         t = self.config.training
@@ -183,13 +182,11 @@ class Trainer:
         started = time.monotonic() - p.seconds
         window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
         total_updates = self._planned_updates()
-        batches, batches_epoch = [], -1
+        batches = self.epoch_plan(p.epoch)
         self.model.train()
         while not p.finished:
-            if batches_epoch != p.epoch:
-                batches = bucketed_order(self.train_lengths, t.batch_size, t.bucket_window,
-                                         np.random.default_rng([t.seed, p.epoch]))
-                batches_epoch = p.epoch
+            if batches.epoch != p.epoch:
+                batches = self.epoch_plan(p.epoch)
             loss_sum, tokens = self._update(batches[p.batch])
             p.updates += 1
             p.batch += 1
@@ -232,14 +229,14 @@ class Trainer:
 
     def _planned_updates(self) -> int:
         t = self.config.training
-        per_epoch = math.ceil(len(self.train_src) / t.batch_size)
+        per_epoch = len(self.epoch_plan(0))
         total = per_epoch * t.max_epochs
         return min(t.max_updates, total) if t.max_updates is not None else total
 
     def _update(self, indices: np.ndarray) -> tuple[float, int]:
         """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
-        part, weight = self.world.share(indices)  # all of it in one process
-        batch = make_batch([self.train_src[i] for i in part], [self.train_trg[i] for i in part]).to(self.device)
+        part, weight = self.world.share(indices)  # all of it in one process: each reads only its own pairs
+        batch = self.corpus.batch(part, self.config.model.reverse_target).to(self.device)
         nll = self.parallel_model(batch.src, batch.src_len, batch.trg)  # −Σ ln p of the targets
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
@@ -272,6 +269,12 @@ class Trainer:
         logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
                     " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
         self._save_checkpoint()
+
+
+def _set_keys(section: object) -> object:
+    """A config section without its unset keys (None): a model directory written before a key was added
+    compares equal."""
+    return {k: v for k, v in section.items() if v is not None} if isinstance(section, dict) else section
 
 
 def dropout_seed(seed: int, rank: int, updates: int = 0) -> int:

@@ -1,0 +1,51 @@
+"""Prepare a training corpus once: vocabularies and token ids in binary shards, for `rerank train` (data.prepared).
+
+One streaming pass over a source and a target file (gzip read too) or over a Moses phrase table (its
+distinct phrase pairs, Cho et al.'s way) counts the vocabularies and writes every pair as token ids
+into memory-mapped shards with an index of offsets and a manifest (settings, line counts, SHA-256 of
+every file). The directory appears only when complete. Then, in a training config:
+
+    data: {prepared: DIR, valid: {source: ..., target: ...}}
+
+`rerank train` given text prepares it itself into the model directory's data/; preparing once
+serves several trainings on the same corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rerank.commands.arguments import positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", nargs="?", help="source-language text, one tokenized sentence a line")
+    parser.add_argument("target", nargs="?", help="target-language text, line-aligned with the source")
+    parser.add_argument("--phrase-table", help="a Moses phrase table: its distinct phrase pairs (instead of text)")
+    parser.add_argument("-o", "--output-dir", required=True, help="the prepared directory (must not exist)")
+    parser.add_argument("--src-vocab-size", type=positive_int, default=15000,
+                        help="source shortlist: the most frequent words (default: %(default)s)")
+    parser.add_argument("--trg-vocab-size", type=positive_int, default=15000,
+                        help="target shortlist (default: %(default)s)")
+    parser.add_argument("--max-length", type=positive_int, default=50,
+                        help="pairs with a side longer than this many words are skipped (default: %(default)s)")
+    parser.add_argument("--shard-pairs", type=positive_int, default=1_000_000,
+                        help="about this many pairs a shard (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rerank.training.prepare import PrepareSettings, prepare_parallel, prepare_phrase_table
+
+    settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs)
+    if args.phrase_table is not None:
+        if args.source is not None:
+            raise SystemExit("rerank prepare: give SOURCE TARGET or --phrase-table, not both")
+        manifest = prepare_phrase_table(args.phrase_table, args.output_dir, settings)
+    else:
+        if args.target is None:
+            raise SystemExit("rerank prepare: give SOURCE and TARGET, or --phrase-table")
+        manifest = prepare_parallel(args.source, args.target, args.output_dir, settings)
+    print(f"{args.output_dir}: {manifest['pairs']:,} pairs of {manifest['lines']:,} lines "
+          f"({manifest['skipped_longer']:,} longer than {settings.max_length} words skipped) "
+          f"in {len(manifest['shards'])} shards")
+    return 0

@@ -1,0 +1,384 @@
+"""Training data prepared once: one streaming pass over parallel text (or the distinct phrase pairs of a
+Moses table) that counts the vocabularies and writes every pair as token ids into binary shards.
+
+A prepared directory holds, beside ``manifest.json`` (the settings, line counts, and the size and
+SHA-256 of every file):
+
+- ``vocab.src.txt`` and ``vocab.trg.txt``, the frequency shortlists, as a model directory has them;
+- for each shard ``NNNNN``: ``shard-NNNNN.src`` and ``shard-NNNNN.trg``, the ids of every pair's words
+  one after the other (no ``</s>``), little-endian ``uint16`` where the vocabulary has at most 65,536
+  entries, ``uint32`` otherwise; ``shard-NNNNN.idx``, ``(pairs + 1, 2)`` ``uint64`` offsets into them
+  (source, target), so that pair ``i`` is ``src[idx[i, 0]:idx[i + 1, 0]]``.
+
+The pass reads each line once and keeps no Python object per token beyond a chunk: the words of a
+chunk get provisional ids (a dictionary of the words seen so far, which grows with the vocabulary,
+not with the corpus), written at once as ``uint32`` and counted with ``numpy.bincount``; at the end
+the shortlists are ranked (falling frequency, ties alphabetical, as :meth:`Vocabulary.build`) and
+each shard is rewritten once through a lookup table into its final ids. Pairs with a side longer
+than ``max_length`` words are skipped (and not counted), as training skips them.
+
+Everything is written into a temporary directory beside the output, renamed into place at the end:
+a directory with a manifest is complete, anything else (a run killed, a full disk) is never read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import logging
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from rerank.errors import FormatError, RerankError
+from rerank.formats.files import display_name, read_lines
+from rerank.formats.phrase_table import read_phrase_table
+from rerank.models.checkpoint import SRC_VOCAB, TRG_VOCAB
+from rerank.models.vocab import SPECIALS, UNK_ID, Vocabulary
+from rerank.training.config import DataConfig
+
+logger = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+FORMAT = "rerank prepared corpus"
+VERSION = 1
+CHUNK_PAIRS = 20_000
+REMAP_TOKENS = 1 << 22  # ids rewritten per step at the end (16 MiB of uint32)
+SIDES = ("src", "trg")
+
+
+@dataclass(frozen=True)
+class PrepareSettings:
+    """What the pass does with the text; recorded in the manifest."""
+
+    src_vocab_size: int = 15000
+    trg_vocab_size: int = 15000
+    max_length: int = 50
+    shard_pairs: int = 1_000_000  # a shard is closed after the chunk that reaches this many pairs
+
+    def __post_init__(self) -> None:
+        for key in ("src_vocab_size", "trg_vocab_size", "max_length", "shard_pairs"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key}: expected an integer of at least 1, got {getattr(self, key)}")
+
+
+def input_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What the manifest says of an input file: its absolute path, size and modification time (enough to
+    tell that prepared data made from it are out of date)."""
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise RerankError(f"{path}: cannot read: {e.strerror}") from None
+    return {"path": os.path.abspath(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def prepare_parallel(source: str | os.PathLike[str], target: str | os.PathLike[str], output: str | os.PathLike[str],
+                     settings: PrepareSettings = PrepareSettings(), replace: bool = False) -> dict[str, Any]:
+    """Prepare two line-aligned text files (gzip read too) into the directory ``output``; returns the
+    manifest. Files of different lengths are refused at the first line one of them lacks."""
+    inputs = {"source": input_record(source), "target": input_record(target)}
+    return _prepare(_parallel_pairs(source, target), "parallel", inputs, output, settings, replace)
+
+
+def prepare_phrase_table(table: str | os.PathLike[str], output: str | os.PathLike[str],
+                         settings: PrepareSettings = PrepareSettings(), replace: bool = False) -> dict[str, Any]:
+    """Prepare each distinct (source, target) pair of a Moses phrase table once, in table order, ignoring
+    its frequency (Cho et al. 2014, Sec. 4.1)."""
+    inputs = {"phrase_table": input_record(table)}
+    return _prepare(_distinct_phrase_pairs(table), "phrase_table", inputs, output, settings, replace)
+
+
+def _parallel_pairs(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
+    sources, targets = read_lines(source), read_lines(target)
+    done = object()
+    for lineno, (src, trg) in enumerate(itertools.zip_longest(sources, targets, fillvalue=done), 1):
+        if src is done or trg is done:
+            shorter, longer, rest = (source, target, targets) if src is done else (target, source, sources)
+            total = lineno + sum(1 for _ in rest)
+            raise FormatError(display_name(shorter), lineno, f"as many lines as {display_name(longer)} ({total:,})",
+                              got="end of file")
+        yield src[1], trg[1]  # type: ignore[index]
+
+
+class _DistinctDigests:
+    """The 128-bit digests seen so far, in sorted levels whose sizes merge like a binary counter: membership
+    by binary search, 16 bytes per distinct pair, no Python object per pair."""
+
+    def __init__(self) -> None:
+        self.levels: list[np.ndarray] = []
+
+    def __contains__(self, digest: bytes) -> bool:
+        key = np.frombuffer(digest, dtype="S16")
+        for level in self.levels:
+            i = int(np.searchsorted(level, key[0]))
+            if i < len(level) and level[i] == key[0]:
+                return True
+        return False
+
+    def add(self, digests: np.ndarray) -> None:
+        level = np.sort(digests)
+        while self.levels and len(self.levels[-1]) <= len(level):
+            level = np.sort(np.concatenate([self.levels.pop(), level]))
+        self.levels.append(level)
+
+
+def _distinct_phrase_pairs(table: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
+    """The distinct (source, target) pairs of a table, first occurrences in order. Pairs are told apart by
+    a 128-bit BLAKE2b digest of their text (two distinct pairs of a 100M-line table share one with a
+    probability below 1e-22)."""
+    seen = _DistinctDigests()
+    fresh: list[bytes] = []
+    fresh_set: set[bytes] = set()
+    for entry in read_phrase_table(table):
+        src, trg = entry.source, entry.target
+        digest = hashlib.blake2b(f"{src}\t{trg}".encode(), digest_size=16).digest()
+        if digest in fresh_set or digest in seen:
+            continue
+        fresh.append(digest)
+        fresh_set.add(digest)
+        if len(fresh) == CHUNK_PAIRS:
+            seen.add(np.array(fresh, dtype="S16"))
+            fresh, fresh_set = [], set()
+        yield src, trg
+
+
+class _Words:
+    """Provisional ids of one language's words (first seen, first numbered) and their counts."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.counts = np.zeros(0, dtype=np.int64)
+
+    def encode(self, tokens: list[str]) -> np.ndarray:
+        ids = self.ids
+        for word in sorted(set(tokens).difference(ids)):  # sorted: the same ids in every run
+            ids[word] = len(ids)
+        encoded = np.fromiter(map(ids.__getitem__, tokens), dtype=np.uint32, count=len(tokens))
+        counts = np.bincount(encoded, minlength=len(ids))
+        counts[: len(self.counts)] += self.counts
+        self.counts = counts
+        return encoded
+
+    def shortlist(self, size: int) -> tuple[Vocabulary, np.ndarray]:
+        """The ``size`` most frequent words (ties alphabetical) and the lookup table from provisional to
+        final ids (``<unk>`` for the others; a special token written in the text is that token)."""
+        words = [""] * len(self.ids)
+        for word, i in self.ids.items():
+            words[i] = word
+        counts = self.counts
+        ranked = sorted((i for i, w in enumerate(words) if w not in SPECIALS), key=lambda i: (-counts[i], words[i]))
+        kept = ranked[:size]
+        table = np.full(len(words), UNK_ID, dtype=np.uint32)
+        table[kept] = np.arange(len(SPECIALS), len(SPECIALS) + len(kept), dtype=np.uint32)
+        for special_id, special in enumerate(SPECIALS):
+            if special in self.ids:
+                table[self.ids[special]] = special_id
+        return Vocabulary([*SPECIALS, *(words[i] for i in kept)]), table
+
+
+def id_dtype(vocab_size: int) -> np.dtype[Any]:
+    """The smallest unsigned integer type of the ids of a vocabulary: uint16 up to 65,536 entries."""
+    return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
+
+
+class _ShardWriter:
+    """Provisional ``uint32`` ids and lengths of the pairs, shard by shard, in directory ``work``."""
+
+    def __init__(self, work: Path, shard_pairs: int):
+        self.work, self.shard_pairs = work, shard_pairs
+        self.shards: list[int] = []  # pairs of each closed shard
+        self.lengths: list[list[np.ndarray]] = [[], []]
+        self.files: list[BinaryIO] = []
+        self.pairs = 0
+
+    def add(self, ids: tuple[np.ndarray, np.ndarray], lengths: tuple[np.ndarray, np.ndarray]) -> None:
+        if not self.files:
+            self.files = [open(self._provisional(len(self.shards), side), "wb") for side in SIDES]
+        for f, side_ids in zip(self.files, ids, strict=True):
+            side_ids.tofile(f)
+        for kept, side_lengths in zip(self.lengths, lengths, strict=True):
+            kept.append(side_lengths)
+        self.pairs += len(lengths[0])
+        if self.pairs >= self.shard_pairs:
+            self.close_shard()
+
+    def close_shard(self) -> None:
+        if not self.files:
+            return
+        for f in self.files:
+            f.close()
+        lengths = [np.concatenate(side) for side in self.lengths]
+        offsets = np.zeros((self.pairs + 1, 2), dtype="<u8")
+        for column, side_lengths in enumerate(lengths):
+            np.cumsum(side_lengths, out=offsets[1:, column])
+        with open(self.work / f"{shard_name(len(self.shards))}.idx", "wb") as f:
+            np.save(f, offsets, allow_pickle=False)
+        self.shards.append(self.pairs)
+        self.files, self.lengths, self.pairs = [], [[], []], 0
+
+    def _provisional(self, shard: int, side: str) -> Path:
+        return self.work / f"{shard_name(shard)}.{side}.provisional"
+
+    def finish(self, tables: tuple[np.ndarray, np.ndarray], dtypes: tuple[np.dtype[Any], np.dtype[Any]]) -> None:
+        """Rewrite every shard's provisional ids through ``tables`` into their final files."""
+        self.close_shard()
+        for shard in range(len(self.shards)):
+            for side, table, dtype in zip(SIDES, tables, dtypes, strict=True):
+                provisional = self._provisional(shard, side)
+                ids = np.memmap(provisional, dtype=np.uint32, mode="r") if provisional.stat().st_size else \
+                    np.zeros(0, dtype=np.uint32)
+                with open(self.work / f"{shard_name(shard)}.{side}", "wb") as out:
+                    for start in range(0, len(ids), REMAP_TOKENS):
+                        table[ids[start: start + REMAP_TOKENS]].astype(dtype).tofile(out)
+                del ids
+                provisional.unlink()
+
+
+def shard_name(shard: int) -> str:
+    return f"shard-{shard:05d}"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)}
+
+
+def _prepare(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], output: str | os.PathLike[str],
+             settings: PrepareSettings, replace: bool) -> dict[str, Any]:
+    out = Path(output)
+    if out.exists() and not replace:
+        raise RerankError(f"{out}: already exists; delete it or choose another directory")
+    if not out.parent.is_dir():
+        raise RerankError(f"{out}: cannot write: directory {str(out.parent)!r} does not exist")
+    with _directory_committed_at_end(out) as work:
+        manifest = _write(pairs, kind, inputs, work, settings)
+    return manifest
+
+
+@contextlib.contextmanager
+def _directory_committed_at_end(out: Path) -> Iterator[Path]:
+    """A new directory beside ``out`` that replaces ``out`` when the block ends without an exception, and
+    is removed otherwise; a full disk is one clear error."""
+    work = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        work.mkdir()
+    except OSError as e:
+        raise RerankError(f"{out}: cannot write: {e.strerror}") from None
+    try:
+        yield work
+        if out.exists():
+            old = out.with_name(f".{out.name}.{secrets.token_hex(4)}.old")
+            os.rename(out, old)
+            os.rename(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(work, out)
+    except OSError as e:
+        shutil.rmtree(work, ignore_errors=True)
+        where = f" ({Path(e.filename).name})" if e.filename else ""
+        raise RerankError(f"{out}: cannot write the prepared data{where}: {e.strerror}; nothing was kept") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _write(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], work: Path,
+           settings: PrepareSettings) -> dict[str, Any]:
+    started = time.monotonic()
+    words = (_Words(), _Words())
+    writer = _ShardWriter(work, settings.shard_pairs)
+    lines = skipped = 0
+    pairs = iter(pairs)
+    while chunk := list(itertools.islice(pairs, CHUNK_PAIRS)):
+        lines += len(chunk)
+        tokens = ([s.split() for s, _ in chunk], [t.split() for _, t in chunk])
+        lengths = tuple(np.fromiter(map(len, side), dtype=np.int64, count=len(chunk)) for side in tokens)
+        keep = (lengths[0] <= settings.max_length) & (lengths[1] <= settings.max_length)
+        if not keep.all():
+            skipped += int((~keep).sum())
+            tokens = tuple(list(itertools.compress(side, keep)) for side in tokens)  # type: ignore[assignment]
+            lengths = tuple(side[keep] for side in lengths)
+        if not len(lengths[0]):
+            continue
+        ids = tuple(w.encode(list(itertools.chain.from_iterable(side))) for w, side in zip(words, tokens, strict=True))
+        writer.add(ids, lengths)  # type: ignore[arg-type]
+    pairs_kept = lines - skipped
+    if not pairs_kept:
+        what = "no lines" if not lines else f"no pair of at most {settings.max_length} words on both sides"
+        raise RerankError(f"{', '.join(display_name(i['path']) for i in inputs.values())}: {what}: nothing to "
+                          "train on")
+    (src_vocab, src_table), (trg_vocab, trg_table) = (words[0].shortlist(settings.src_vocab_size),
+                                                      words[1].shortlist(settings.trg_vocab_size))
+    dtypes = (id_dtype(len(src_vocab)), id_dtype(len(trg_vocab)))
+    writer.finish((src_table, trg_table), dtypes)
+    src_vocab.save(work / SRC_VOCAB)
+    trg_vocab.save(work / TRG_VOCAB)
+    manifest = {
+        "format": FORMAT, "version": VERSION, "kind": kind, "inputs": inputs, "settings": asdict(settings),
+        "lines": lines, "pairs": pairs_kept, "skipped_longer": skipped,
+        "tokens": {side: int(w.counts.sum()) for side, w in zip(SIDES, words, strict=True)},
+        "dtypes": {side: dtype.str for side, dtype in zip(SIDES, dtypes, strict=True)},
+        "vocabularies": {side: file_record(work / name) for side, name in zip(SIDES, (SRC_VOCAB, TRG_VOCAB),
+                                                                              strict=True)},
+        "shards": [{"pairs": n, **{part: file_record(work / f"{shard_name(k)}.{part}") for part in (*SIDES, "idx")}}
+                   for k, n in enumerate(writer.shards)],
+    }
+    with open(work / MANIFEST, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    seconds = time.monotonic() - started
+    logger.info("prepared %s pairs (%s longer than %d words skipped) in %d shards: %.0f pairs/s; vocabularies %d "
+                "source, %d target", f"{pairs_kept:,}", f"{skipped:,}", settings.max_length, len(writer.shards),
+                lines / max(seconds, 1e-9), len(src_vocab), len(trg_vocab))
+    return manifest
+
+
+PREPARED_DIR = "data"  # where `rerank train` prepares the text of its config, in the model directory
+
+
+def prepared_data(data: DataConfig, model_dir: Path) -> Path:
+    """The prepared directory of a data config: ``data.prepared``, or the model directory's ``data/``, prepared
+    from the config's text now unless it was from the same files (size and time) with the same settings."""
+    if data.prepared is not None:
+        return Path(data.prepared)
+    settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length)
+    if data.train is not None:
+        kind = "parallel"
+        inputs = {"source": input_record(data.train.source), "target": input_record(data.train.target)}
+    else:
+        assert data.phrase_table is not None  # DataConfig has one of the three
+        kind, inputs = "phrase_table", {"phrase_table": input_record(data.phrase_table)}
+    out = model_dir / PREPARED_DIR
+    try:
+        with open(out / MANIFEST, encoding="utf-8") as f:
+            manifest = json.load(f)
+        current = (manifest.get("kind"), manifest.get("inputs"), manifest.get("settings")) == \
+            (kind, inputs, asdict(settings))
+    except (OSError, ValueError, AttributeError):
+        current = False
+    if current:
+        logger.info("%s: prepared from the same files with the same settings, read as it is", out)
+        return out
+    logger.info("preparing the training data into %s", out)
+    if data.train is not None:
+        prepare_parallel(data.train.source, data.train.target, out, settings, replace=True)
+    else:
+        assert data.phrase_table is not None
+        prepare_phrase_table(data.phrase_table, out, settings, replace=True)
+    return out
