@@ -61,7 +61,6 @@ from machine import (
 
 from rerank.models.seq2seq import reference_path
 from rerank.training.config import TextPair, TrainConfig, load_train_config
-from rerank.training.data import bucketed_order
 from rerank.training.trainer import Trainer, validation_perplexity
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,10 +94,9 @@ def main() -> int:
         config = with_data(load_train_config(REPO / "configs" / f"{name}.yaml"), data)
         with tempfile.TemporaryDirectory() as out:
             trainer = Trainer(dataclasses.replace(config, output_dir=out), device=device)
-            batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
-                                     config.training.bucket_window, np.random.default_rng(config.training.seed))
+            batches = first_batches(trainer, WARM_UP + args.updates)
             parameters = sum(p.numel() for p in trainer.model.parameters())
-            tokens = int(sum(len(trainer.train_trg[i]) for i in batches[0]))
+            tokens = int(trainer.corpus.lengths(batches[0])[1].sum()) + len(batches[0])  # with </s>
             flops = {path: update_flops(trainer, batches[0], path) / tokens for path in PATHS}  # per target token
             print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
                   f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
@@ -170,6 +168,12 @@ def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
     return float(counter.get_total_flops())
 
 
+def first_batches(trainer: Trainer, count: int) -> list[np.ndarray]:
+    """The first ``count`` batches of the first epoch, as training draws them."""
+    plan = trainer.epoch_plan(0)
+    return [plan[b] for b in range(min(count, len(plan)))]
+
+
 def time_paths(trainer: Trainer, batches: list[np.ndarray],
                device: torch.device | None = None) -> dict[str, tuple[int, Timing]]:
     """Target tokens and the total time of each path over ``batches``, the paths taking turns; the matmul
@@ -207,8 +211,7 @@ def equal_updates(config: TrainConfig, updates: int, threads: int, dtype: torch.
             if dtype != torch.float32:
                 trainer.model.to(dtype)
                 trainer.optimizer = trainer._make_optimizer()
-            batches = bucketed_order(trainer.train_lengths, config.training.batch_size,
-                                     config.training.bucket_window, np.random.default_rng(config.training.seed))
+            batches = first_batches(trainer, updates)
             trainer.model.train()
             with reference_path(trainer.model, path == "reference"):
                 losses[path] = np.array([trainer._update(batch)[0] / len(batch) for batch in batches[:updates]])

@@ -63,7 +63,7 @@ class PrepareSettings:
     src_vocab_size: int = 15000
     trg_vocab_size: int = 15000
     max_length: int = 50
-    shard_pairs: int = 1_000_000  # a shard is closed after the chunk that reaches this many pairs
+    shard_pairs: int = 1_000_000  # pairs of a shard, at most
 
     def __post_init__(self) -> None:
         for key in ("src_vocab_size", "trg_vocab_size", "max_length", "shard_pairs"):
@@ -292,7 +292,8 @@ def _directory_committed_at_end(out: Path) -> Iterator[Path]:
     except OSError as e:
         shutil.rmtree(work, ignore_errors=True)
         where = f" ({Path(e.filename).name})" if e.filename else ""
-        raise RerankError(f"{out}: cannot write the prepared data{where}: {e.strerror}; nothing was kept") from None
+        reason = e.strerror or f"a write stopped short ({e}): is the disk full?"
+        raise RerankError(f"{out}: cannot write the prepared data{where}: {reason}; nothing was kept") from None
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -305,7 +306,7 @@ def _write(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], 
     writer = _ShardWriter(work, settings.shard_pairs)
     lines = skipped = 0
     pairs = iter(pairs)
-    while chunk := list(itertools.islice(pairs, CHUNK_PAIRS)):
+    while chunk := list(itertools.islice(pairs, min(CHUNK_PAIRS, settings.shard_pairs - writer.pairs))):
         lines += len(chunk)
         tokens = ([s.split() for s, _ in chunk], [t.split() for _, t in chunk])
         lengths = tuple(np.fromiter(map(len, side), dtype=np.int64, count=len(chunk)) for side in tokens)
