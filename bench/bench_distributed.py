@@ -24,6 +24,8 @@ from pathlib import Path
 
 import yaml
 
+from rerank.config import load_yaml
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "configs" / "shipped" / "encdec.yaml"
 LOG_LINE = re.compile(r"update (\d+): loss [\d.]+/token, ([\d.]+) updates/s, (\d+) target tokens/s")
@@ -32,7 +34,7 @@ LOG_LINE = re.compile(r"update (\d+): loss [\d.]+/token, ([\d.]+) updates/s, (\d
 def train(config_path: Path, processes: int, updates: int, log_every: int,
           work: Path) -> tuple[float, float, float, float]:
     """Updates/s and target tokens/s after the first log line, and the wall and CPU time of the whole run."""
-    config = yaml.safe_load(config_path.read_text())
+    config = load_yaml(config_path)
     config["training"].update({"max_updates": updates, "log_every": log_every, "valid_every": 10**6,
                                "max_minutes": None, "threads": 1})
     config["output_dir"] = str(work / f"run{processes}")

@@ -10,6 +10,7 @@ the key), so a bad value is ``file: training.learning_rate: expected a number ab
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import types
 import typing
@@ -49,8 +50,36 @@ def below(config: object, maximum: float, *keys: str, or_equal: bool = False) ->
             raise InvalidValue(key, f"a number {'at most' if or_equal else 'below'} {maximum:g}", value)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases (``*name``, and so ``<<: *name``: a few bytes of aliases can stand for
+    gigabytes) and with a duplicate key an error, not the last value silently kept."""
+
+    name = "<yaml>"
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
+                              "accepted: write the value out")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the constructor says so below
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r} (first at "
+                                  f"line {first}): give each key once")
+        return super().construct_mapping(node, deep)
+
+
 def load_yaml(path: str | os.PathLike[str]) -> Any:
-    """The parsed content of a YAML file (``yaml.safe_load``), with errors naming the file."""
+    """The parsed content of a YAML file: the one YAML reader of rerank (configs, weights, experiment configs,
+    shard manifests). Safe tags only, no aliases, no duplicate keys; every error names the file and the line."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -61,12 +90,20 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     except UnicodeDecodeError as e:
         raise FormatError(str(path), data[:e.start].count(b"\n") + 1, "UTF-8 text",
                           got=f"byte 0x{data[e.start]:02x}") from None
+    loader = _StrictLoader(text)
+    loader.name = str(path)
     try:
-        return yaml.safe_load(text)
+        return loader.get_single_data()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise ConfigError(f"{path}: invalid YAML: {e}") from None
+    finally:
+        loader.dispose()
 
 
 def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:
@@ -181,6 +218,8 @@ def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{source}: {path!r}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{source}: {path!r}: expected a finite number, got {value!r}")
         return float(value)
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):

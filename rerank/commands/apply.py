@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from rerank.commands.arguments import positive_int
+from rerank.commands.arguments import finite_float, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="YAML weights file (.yaml/.yml) or moses.ini; repeat to merge several")
     parser.add_argument("--weight", action="append", default=[], metavar="LABEL=V[,V...]",
                         help="one feature's weight(s), e.g. LM1=0.1 or TranslationModel0=0.2,0.1,0.2,0.1")
-    parser.add_argument("--missing-weight", type=float, metavar="X",
+    parser.add_argument("--missing-weight", type=finite_float, metavar="X",
                         help="weight of n-best features that no weight source mentions (default: an error)")
     count = parser.add_mutually_exclusive_group()
     count.add_argument("--source", metavar="SRC",

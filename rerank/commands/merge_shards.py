@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from rerank.commands.arguments import StoreOnce
+from rerank.commands.arguments import StoreOnce, finite_float
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="where to write it with the new score and OUT as the table")
     ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
                      help="the table's feature name in IN (default: %(default)s)")
-    ini.add_argument("--weight", type=float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
                      help="initial weight of the new score (default: %(default)s)")
 
 

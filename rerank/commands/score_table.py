@@ -29,7 +29,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_float, positive_int
+from rerank.commands.arguments import StoreOnce, add_shard_argument, finite_float, positive_float, positive_int
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
                      help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
                           "its path as [ttable-file] gives it")
-    ini.add_argument("--weight", type=float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
                      help="initial weight of the new score, to be tuned (default: %(default)s, what "
                           "train-model.perl gives each phrase-table score)")
     speed = parser.add_argument_group("speed and memory")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -184,8 +185,11 @@ def feature_range(text: str) -> tuple[str, tuple[float, float]]:
         if not label or not sep:
             raise ValueError
         pair = (float(low), float(high))
+        if not all(map(math.isfinite, pair)):
+            raise ValueError
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected LABEL:LOW..HIGH, e.g. LM0:-1..1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected LABEL:LOW..HIGH with finite bounds, e.g. LM0:-1..1, got {text!r}") from None
     if pair[0] > pair[1]:
         raise argparse.ArgumentTypeError(f"{text}: the low end is above the high end")
     return label, pair

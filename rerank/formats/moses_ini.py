@@ -14,6 +14,7 @@ blank lines, other sections) is written back byte for byte.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -127,16 +128,22 @@ class MosesIni:
             if not sep or not label or " " in label:
                 raise FormatError(self.path, i + 1, "a weight line 'Name= v1 v2 ...'", got=self.lines[i])
             try:
-                result[label] = (tuple(float(v) for v in values.split()), i)
+                numbers = tuple(float(v) for v in values.split())
+                if not all(map(math.isfinite, numbers)):
+                    raise ValueError
+                result[label] = (numbers, i)
             except ValueError:
-                raise FormatError(self.path, i + 1, f"numbers after '{label}='", got=self.lines[i]) from None
+                raise FormatError(self.path, i + 1, f"finite numbers after '{label}='", got=self.lines[i]) from None
         return result
 
     def _number(self, i: int) -> float:
         try:
-            return float(self.lines[i].split()[0])
-        except ValueError:
-            raise FormatError(self.path, i + 1, "a number", got=self.lines[i]) from None
+            number = float(self.lines[i].split()[0])
+            if not math.isfinite(number):
+                raise ValueError
+            return number
+        except (ValueError, IndexError):
+            raise FormatError(self.path, i + 1, "a finite number", got=self.lines[i]) from None
 
     def with_weights(self, weights: Mapping[str, Sequence[float]]) -> MosesIni:
         """A copy whose weights are replaced by ``weights``; labels not yet in the file are added."""

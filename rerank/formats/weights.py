@@ -10,6 +10,7 @@ or a ``moses.ini``, whose ``[weight]`` section (or old ``[weight-x]`` sections) 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 
@@ -51,6 +52,8 @@ def load_weights(path: str | os.PathLike[str]) -> Weights:
         values = value if isinstance(value, list) else [value]
         if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             raise ConfigError(f"{path}: {label!r}: expected a number or a list of numbers, got {value!r}")
+        if not all(math.isfinite(v) for v in values):
+            raise ConfigError(f"{path}: {label!r}: expected finite numbers, got {value!r}")
         weights[str(label)] = tuple(float(v) for v in values)
     return weights
 
@@ -67,11 +70,11 @@ def parse_weight_assignment(text: str) -> tuple[str, tuple[float, ...]]:
     label, sep, values = text.partition("=")
     try:
         numbers = tuple(float(v) for v in values.replace(",", " ").split())
-        if not sep or not label.strip() or not numbers:
+        if not sep or not label.strip() or not numbers or not all(map(math.isfinite, numbers)):
             raise ValueError
         return label.strip(), numbers
     except ValueError:
-        raise RerankError(f"--weight {text!r}: expected Label=value or Label=v1,v2,...") from None
+        raise RerankError(f"--weight {text!r}: expected Label=value or Label=v1,v2,..., finite numbers") from None
 
 
 def weight_vector(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, *, source: str,

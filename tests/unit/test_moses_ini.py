@@ -103,7 +103,7 @@ def test_with_added_score_errors(multi30k_ini: MosesIni) -> None:
 def test_bad_weight_line(tmp_path: Path) -> None:
     path = tmp_path / "moses.ini"
     path.write_text("[weight]\nLM0= 0.5\nWordPenalty0= x\n")
-    with pytest.raises(FormatError, match=r"moses.ini:3: expected numbers after 'WordPenalty0='"):
+    with pytest.raises(FormatError, match=r"moses.ini:3: expected finite numbers after 'WordPenalty0='"):
         MosesIni.read(path).weights()
 
 
