@@ -10,8 +10,12 @@ With --moses-ini (and --source), Moses' features are kept instead, for every hyp
 Moses' list (the first system, or --moses-system) for its own hypotheses, and for the others taken
 from Moses' best derivation under forced decoding (its ConstrainedDecoding feature, one Moses process
 for all of them). A hypothesis Moses cannot produce with its phrase table gets the mean of each
-feature over Moses' hypotheses of its sentence and ``Unreachable0= 1`` (0 elsewhere); the counts go
-to stderr. The moses.ini must be the one that made Moses' list (same features, same weights):
+feature over Moses' hypotheses of its sentence (over all of Moses' list where Moses has no hypothesis
+of that sentence) and ``Unreachable0= 1`` (0 elsewhere); the counts go to stderr.
+
+An empty list is an error unless --allow-partial; a list with hypotheses for only some of the
+sentences (of --num-sentences or --source, else of those the lists have together) is merged with a
+warning saying how many it covers. The moses.ini must be the one that made Moses' list (same features, same weights):
 
     rerank merge-nbest Moses=val.100best.gz RNNsearch=rnn.20best.gz --moses-ini moses.ini \\
         --source val.en --moses $MOSES/bin/moses --threads 2 \\
@@ -35,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="-", metavar="OUT", help="merged n-best list (default: stdout)")
     parser.add_argument("--num-sentences", type=positive_int, metavar="N",
                         help="check that every id is below N (the source's line count)")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="merge an empty n-best list too (an error otherwise; a list covering only some "
+                             "sentences is always merged, with a warning)")
     forced = parser.add_argument_group("Moses' features for every hypothesis (forced decoding)")
     forced.add_argument("--moses-ini", metavar="INI",
                         help="keep Moses' features: the moses.ini that made Moses' list (its paths resolved "
@@ -70,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.moses_ini is None:
         if args.source is not None or args.moses_system is not None:
             raise RerankError("merge-nbest: --source and --moses-system go with --moses-ini")
-        write_nbest(merge_nbest(systems, num_sentences=args.num_sentences), args.output)
+        write_nbest(merge_nbest(systems, num_sentences=args.num_sentences, allow_empty=args.allow_partial),
+                    args.output)
         return 0
     return _run_forced(args, systems)
 
@@ -101,7 +109,8 @@ def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int
         raise RerankError(f"merge-nbest: --moses-args: {e}") from None
     settings = ForcedDecoding(args.moses, args.moses_ini, threads=args.threads, moses_args=moses_args,
                               filter_script=args.filter_script)
-    entries, report = union_with_moses_features(systems, names.index(moses_name), settings, sources)
+    entries, report = union_with_moses_features(systems, names.index(moses_name), settings, sources,
+                                                allow_empty=args.allow_partial)
     write_nbest(entries, args.output)
     forced = report.forced
     per_thousand = 1000 * forced.seconds / len(forced.derivations) if forced.derivations else 0.0

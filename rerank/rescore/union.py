@@ -5,21 +5,27 @@ of their best derivation under forced decoding (:mod:`rerank.rescore.forced`). A
 cannot produce with its phrase table (an unknown target word, a reordering beyond the distortion
 limit, ...) gets neutral values, the mean of each feature over Moses' own hypotheses for the same
 sentence, so that Moses' features neither favour nor penalise it against its list, and
-``Unreachable0= 1``, whose tuned weight says how much such hypotheses should gain or lose. Then come
-the ``In<Name>`` indicators of :func:`~rerank.rescore.merge.merge_nbest`; the total is 0.
+``Unreachable0= 1``, whose tuned weight says how much such hypotheses should gain or lose. Where
+Moses' list has no hypothesis of that sentence at all (Moses failed on it, or the list is partial),
+there is no such mean: the mean of each feature over all the hypotheses of Moses' list stands in,
+the neutral values of a typical sentence (never 0, which for a log-probability is a perfect score).
+Then come the ``In<Name>`` indicators of :func:`~rerank.rescore.merge.merge_nbest`; the total is 0.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from rerank.errors import RerankError
+from rerank.errors import RerankError, log_once
 from rerank.formats.files import display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, group_by_sentence, read_nbest
 from rerank.rescore.forced import ForcedDecoding, ForcedResult, Pair, force_decode
 from rerank.rescore.merge import merge_nbest
+
+logger = logging.getLogger(__name__)
 
 UNREACHABLE = "Unreachable0"
 Systems = Sequence[tuple[str, str | os.PathLike[str]]]
@@ -34,33 +40,59 @@ class UnionReport:
     forced: ForcedResult
 
 
-def hypotheses_to_force(systems: Systems, moses: int, num_sentences: int | None = None) -> list[Pair]:
+def hypotheses_to_force(systems: Systems, moses: int, num_sentences: int | None = None,
+                        allow_empty: bool = False) -> list[Pair]:
     """The ``(sentence id, words)`` of every hypothesis of the union that Moses' list (system
     ``moses``) does not have, in the union's order."""
-    return [(entry.sentence_id, tuple(entry.tokens)) for entry in merge_nbest(systems, num_sentences)
+    return [(entry.sentence_id, tuple(entry.tokens)) for entry in merge_nbest(systems, num_sentences, allow_empty)
             if entry.dense[moses] == 0.0]
 
 
-def union_with_moses_features(systems: Systems, moses: int, settings: ForcedDecoding, sources: Sequence[str]
-                              ) -> tuple[Iterator[NBestEntry], UnionReport]:
+def union_with_moses_features(systems: Systems, moses: int, settings: ForcedDecoding, sources: Sequence[str],
+                              allow_empty: bool = False) -> tuple[Iterator[NBestEntry], UnionReport]:
     """The union of ``systems``' lists (``systems[moses]`` being Moses'), each line with Moses' features,
     ``Unreachable0`` and the ``In<Name>`` indicators; the report is complete once the lines are read."""
-    pairs = hypotheses_to_force(systems, moses, len(sources))
+    pairs = hypotheses_to_force(systems, moses, len(sources), allow_empty)
     forced = force_decode(settings, sources, pairs)
     report = UnionReport(0, 0, forced)
     return _entries(systems, moses, dict(zip(pairs, forced.derivations, strict=True)), len(sources), report,
-                    forced.layout, settings.moses_ini), report
+                    forced.layout, settings.moses_ini, allow_empty), report
+
+
+def list_mean(path: str | os.PathLike[str]) -> tuple[float, ...] | None:
+    """The mean of each dense feature over all the hypotheses of an n-best list (None if it has none), read
+    as a stream."""
+    total: list[float] | None = None
+    count = 0
+    for entry in read_nbest(path):
+        total = list(entry.dense) if total is None else [t + v for t, v in zip(total, entry.dense, strict=True)]
+        count += 1
+    return None if total is None else tuple(t / count for t in total)
+
+
+def _list_fallback(path: str | os.PathLike[str], name: str) -> tuple[float, ...]:
+    """The neutral values of a hypothesis Moses cannot produce of a sentence Moses' list has no hypothesis of."""
+    mean = list_mean(path)
+    if mean is None:
+        raise RerankError(f"{name}: Moses' list has no hypotheses, so there are no neutral values (their mean) "
+                          "for the hypotheses Moses cannot produce")
+    log_once(logger, logging.INFO, "hypotheses Moses cannot produce, of sentences without Moses hypotheses, get "
+             "the mean of each feature over the whole of %s", name)
+    return mean
 
 
 def _entries(systems: Systems, moses: int, derivations: dict[Pair, NBestEntry | None], num_sentences: int,
-             report: UnionReport, forced_layout: FeatureLayout | None, ini_name: str) -> Iterator[NBestEntry]:
+             report: UnionReport, forced_layout: FeatureLayout | None, ini_name: str,
+             allow_empty: bool = False) -> Iterator[NBestEntry]:
     moses_name = display_name(systems[moses][1])
     moses_groups = _Groups(group_by_sentence(read_nbest(systems[moses][1])))
     layout: FeatureLayout | None = None
-    for entry in merge_nbest(systems, num_sentences):
+    fallback: tuple[float, ...] | None = None  # the list-wide mean, read when first needed
+    for entry in merge_nbest(systems, num_sentences, allow_empty):
         group = moses_groups.get(entry.sentence_id)
         if layout is None:
-            layout = group.layout if group is not None else forced_layout
+            first = next(read_nbest(systems[moses][1]), None) if group is None else None
+            layout = group.layout if group is not None else first.layout if first is not None else forced_layout
             if layout is None:
                 raise RerankError(f"{moses_name}: Moses' list has no hypotheses and none could be forced")
             if forced_layout is not None and forced_layout != layout:
@@ -74,11 +106,14 @@ def _entries(systems: Systems, moses: int, derivations: dict[Pair, NBestEntry | 
             report.from_moses += 1
         else:
             derivation = derivations[key]
+            unreachable = 0.0 if derivation is not None else 1.0
             if derivation is not None:
                 values = derivation.dense
+            elif group is not None:
+                values = group.mean
             else:
-                values = group.mean if group is not None else (0.0,) * layout.dims
-                unreachable = 1.0
+                fallback = fallback or _list_fallback(systems[moses][1], moses_name)
+                values = fallback
         report.lines += 1
         features = [(label, values[span]) for label, span in layout.offsets().items()]
         features += [(UNREACHABLE, (unreachable,))]

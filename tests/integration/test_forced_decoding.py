@@ -185,6 +185,25 @@ def test_the_union_gives_every_line_moses_features(system: System, tmp_path: Pat
            f"{new + 1} forced-decoded ({new} reachable, 1 unreachable" in err
 
 
+def test_a_sentence_without_moses_hypotheses_gets_the_mean_of_the_whole_list(system: System, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    kept = [e for e in system.entries() if e.sentence_id != 0]  # Moses has no hypothesis of sentence 0
+    moses = write_lines(tmp_path / "moses.nbest", [e.line() for e in kept])
+    other = write_lines(tmp_path / "rnn.nbest", ["0 ||| zzz qqq ||| RNNsearch0= -2 ||| -2"])
+    out = tmp_path / "union.nbest"
+    code = main(["merge-nbest", f"Moses={moses}", f"RNNsearch={other}", "--moses-ini", str(system.moses_ini),
+                 "--source", str(system.source), "--moses", str(MOSES), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    union = list(read_nbest(out))
+    unreachable = next(u for u in union if u.sentence_id == 0)
+    mean = tuple(sum(column) / len(kept) for column in zip(*(e.dense for e in kept), strict=True))
+    assert unreachable.dense[8] == 1.0 and close(unreachable.dense[:8], mean)
+    assert any(v != 0 for v in unreachable.dense[:8])
+    assert "has hypotheses for 3 of the 4 sentences" in err  # Moses' list misses sentence 0
+    assert "has hypotheses for 1 of the 4 sentences" in err
+
+
 @pytest.mark.parametrize("problem", ["no ini", "placeholder", "moses fails", "no moses", "no source"])
 def test_bad_input_is_one_line_and_exit_status_2(system: System, tmp_path: Path, problem: str,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

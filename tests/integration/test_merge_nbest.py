@@ -58,3 +58,26 @@ def test_system_names_must_be_labels(systems: tuple[Path, Path], spec: str,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["merge-nbest", spec.format(systems[0]), "-o", "-"]) == 2
     assert "merge-nbest:" in capsys.readouterr().err
+
+
+def test_an_empty_list_is_an_error_unless_allowed(systems: tuple[Path, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    moses, _ = systems
+    empty = tmp_path / "empty.nbest"
+    empty.write_text("")
+    out = tmp_path / "union.nbest"
+    assert main(["merge-nbest", f"Moses={moses}", f"RNNsearch={empty}", "-o", str(out)]) == 2
+    assert "the n-best list of RNNsearch is empty; give --allow-partial" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["merge-nbest", f"Moses={moses}", f"RNNsearch={empty}", "-o", str(out), "--allow-partial"]) == 0
+    assert "has hypotheses for 0 of the 2 sentences" in capsys.readouterr().err
+
+
+def test_a_list_covering_part_of_the_sentences_is_a_warning(systems: tuple[Path, Path], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    moses, nmt = systems
+    out = tmp_path / "union.nbest"
+    assert main(["merge-nbest", f"Moses={moses}", f"RNNsearch={nmt}", "--num-sentences", "4", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{moses}: the n-best list of Moses has hypotheses for 2 of the 4 sentences" in err
+    assert f"{nmt}: the n-best list of RNNsearch has hypotheses for 2 of the 4 sentences" in err
