@@ -2,7 +2,8 @@
 
 For each sentence, ``samples`` pairs of hypotheses are drawn uniformly (Γ = 5000); of the pairs
 whose smoothed sentence BLEU differs by at least ``min_diff`` (α = 0.05), the ``keep`` with the
-largest difference are kept (Ξ = 50). Each kept pair gives two training examples, the feature
+largest difference are kept (Ξ = 50), ties with the last of them (common: sentence BLEU takes few
+values) resolved as Moses' ``pro`` does, in the order drawn. Each kept pair gives two training examples, the feature
 difference labelled by which hypothesis is better, and its negation with the other label. A
 logistic regression without bias on them (a Gaussian prior of precision ``l2``; Newton's
 method) gives the weights, L1-normalised.
@@ -25,6 +26,7 @@ from rerank.tune.standardize import feature_scales
 from rerank.tune.stats import sentence_bleu_plus_one
 
 CHUNK = 64  # sentences sampled at once: (CHUNK, samples) arrays
+TIE = 1e-5  # pairs this close below the keep-th largest difference count as tied with it (Moses' pro)
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,12 @@ def sample_pairs(data: TuningData, config: ProConfig, rng: np.random.Generator) 
         gain = bleu[rows, first] - bleu[rows, second]                # (c, Γ)
         size = np.where(np.abs(gain) >= config.min_diff, np.abs(gain), -1.0)
         keep = min(config.keep, config.samples)
-        top = np.argpartition(-size, keep - 1, axis=1)[:, :keep]     # (c, Ξ) the largest differences
-        chosen = np.take_along_axis(size, top, axis=1) >= 0
+        # as Moses' pro: the first Ξ pairs, in the order drawn, of those at most 1e-5 below the Ξ-th largest
+        # difference (pairs tied with it come in the order drawn, before later, larger ones)
+        threshold = -np.partition(-size, keep - 1, axis=1)[:, keep - 1:keep] - TIE   # (c, 1)
+        eligible = (size >= 0) & (size >= threshold)
+        chosen = eligible & (np.cumsum(eligible, axis=1) <= keep)    # (c, Γ)
         row, column = np.nonzero(chosen)
-        column = top[row, column]
         s, i, j = sentences[row], first[row, column], second[row, column]
         differences.append(data.features[s, i] - data.features[s, j])
         better.append(gain[row, column] > 0)

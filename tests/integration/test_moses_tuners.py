@@ -35,7 +35,7 @@ from rerank.tune.mert import l1_normalised
 from rerank.tune.mira import mira
 from rerank.tune.optimize import corpus_bleu
 from rerank.tune.pro import logistic_regression, pro, sample_pairs
-from rerank.tune.stats import BleuStatistics
+from rerank.tune.stats import BleuStatistics, sentence_bleu_plus_one
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 BIN = REPOSITORY.parent / "shared" / "tools" / "moses" / "bin"
@@ -179,8 +179,25 @@ def read_pro_pairs(path: Path, dims: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def pro_pairs(whole, tmp_path_factory) -> np.ndarray:
     output = tmp_path_factory.mktemp("pro") / "pairs"
-    run_tool(BIN / "pro", "-r", 1, "-S", whole.scores, "-F", whole.features, "-o", output)
+    run_tool(BIN / "pro", "-r", 15, "-S", whole.scores, "-F", whole.features, "-o", output)
     return read_pro_pairs(output, whole.data.dims)
+
+
+def matched_pairs(data: TuningData, block: np.ndarray, sentence: int) -> list[tuple[int, int]]:
+    """For each better-minus-worse difference (P, D) of one sentence, a pair of its hypotheses (better, worse)
+    with that feature difference (up to the 6 digits pro prints)."""
+    features = data.features[sentence, : data.counts[sentence]]
+    differences = features[:, None, :] - features[None, :, :]                       # (n, n, D)
+    column = int(np.argmax(features.std(axis=0)))                                   # candidates on one column
+    close = np.abs(differences[None, :, :, column] - block[:, None, None, column]) <= 1e-4 + 1e-4 * np.abs(
+        block[:, None, None, column])                                               # (P, n, n)
+    found = []
+    for p in range(len(block)):
+        first, second = np.nonzero(close[p])
+        fits = (np.abs(differences[first, second] - block[p]) <= 1e-4 + 1e-4 * np.abs(block[p])).all(axis=-1)
+        assert fits.any(), f"sentence {sentence}: no two hypotheses differ by {block[p]}"
+        found.append((int(first[fits][0]), int(second[fits][0])))
+    return found
 
 
 def test_pro_samples_pairs_as_moses_pro(whole, pro_pairs):
@@ -188,7 +205,7 @@ def test_pro_samples_pairs_as_moses_pro(whole, pro_pairs):
     keep = config.keep
     # every sentence of these lists has more than keep pairs 0.05 apart: keep pairs each, in sentence order
     assert len(pro_pairs) == keep * SENTENCES
-    differences, better = sample_pairs(whole.data, config, np.random.default_rng(1))
+    differences, better = sample_pairs(whole.data, config, np.random.default_rng(5))
     assert len(differences) == keep * SENTENCES
     ours = np.where(better[:, None], differences, -differences)   # better minus worse
     ours[np.abs(ours) <= 1e-5] = 0.0
@@ -196,9 +213,20 @@ def test_pro_samples_pairs_as_moses_pro(whole, pro_pairs):
     gap = ours.reshape(SENTENCES, keep, -1).mean(axis=1) - pro_pairs.reshape(SENTENCES, keep, -1).mean(axis=1)
     spread = gap.std(axis=0, ddof=1) / np.sqrt(SENTENCES)
     assert (np.abs(gap.mean(axis=0)) <= 4 * spread + 1e-9).all(), (gap.mean(axis=0), spread)
-    # and the pairs' overall spread: the same order of size feature by feature
-    ratio = ours.std(axis=0) / np.maximum(pro_pairs.std(axis=0), 1e-12)
-    assert ((ratio > 0.8) & (ratio < 1.25) | (pro_pairs.std(axis=0) == 0)).all(), ratio
+    # the hypotheses behind the pairs: their sentence-BLEU gaps (all >= 0.05, better first), the same
+    # mean gap sentence by sentence, and as many pairs with each sentence's first hypothesis
+    bleu = sentence_bleu_plus_one(whole.data.stats)
+    gaps: dict[str, np.ndarray] = {}
+    firsts: dict[str, int] = {}
+    for name, pairs in (("rerank", ours), ("pro", pro_pairs)):
+        blocks = pairs.reshape(SENTENCES, keep, -1)
+        found = [matched_pairs(whole.data, blocks[s], s) for s in range(SENTENCES)]
+        gaps[name] = np.array([[bleu[s, i] - bleu[s, j] for i, j in found[s]] for s in range(SENTENCES)])
+        firsts[name] = sum(0 in pair for pairs_of in found for pair in pairs_of)
+        assert (gaps[name] >= 0.05 - 1e-6).all(), name
+    difference = gaps["rerank"].mean(axis=1) - gaps["pro"].mean(axis=1)
+    assert abs(difference.mean()) <= 4 * difference.std(ddof=1) / np.sqrt(SENTENCES), difference.mean()
+    assert abs(firsts["rerank"] - firsts["pro"]) <= 4 * np.sqrt(firsts["rerank"] + firsts["pro"]) + 5, firsts
 
 
 def independent_fit(features: np.ndarray, labels: np.ndarray, l2: float) -> np.ndarray:
