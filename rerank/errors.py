@@ -32,6 +32,21 @@ class ConfigError(RerankError):
     """A configuration value is missing, unknown or of the wrong type."""
 
 
+class NonFiniteScore(RerankError):
+    """A score about to be written is NaN or infinite; Moses' files take finite numbers only.
+
+    ``where`` names the sentence or line; :meth:`in_file` adds the file it came from.
+    """
+
+    def __init__(self, where: str, label: str, value: float):
+        self.where, self.label, self.value = where, label, value
+        super().__init__(f"{where}: {label} is {value}, not a finite number; nothing was written "
+                         "(Moses' files take finite numbers only)")
+
+    def in_file(self, name: str) -> NonFiniteScore:
+        return NonFiniteScore(f"{name}: {self.where}", self.label, self.value)
+
+
 def quoted(text: str) -> str:
     """``text`` in single quotes with its control characters shown as escapes (``\\r``, ``\\x1b``) and
     nothing else escaped: a backslash in the input shows as one backslash."""

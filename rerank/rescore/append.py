@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import RerankError, counted
+from rerank.errors import NonFiniteScore, RerankError, counted
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
 from rerank.formats.tokens import Pair
@@ -106,7 +106,10 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
         columns = [_score(feature, pairs, lists).tolist() for feature in features]  # floats, not numpy scalars
         for i, entry in enumerate(flat):
             values = [(f.name, column[i]) for f, column in zip(features, columns, strict=True)]
-            yield entry.with_features(values, layout)
+            try:
+                yield entry.with_features(values, layout)
+            except NonFiniteScore as e:
+                raise e.in_file(nbest_name) from None
         progress.update(len(chunk))
         hypotheses += len(flat)
     logger.info("scored %s (%s)", summary(progress), counted(hypotheses, "hypothesis", "hypotheses"))

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rerank.errors import counted
+from rerank.errors import NonFiniteScore, counted
 from rerank.formats.files import atomic_output, committed_together, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, read_nbest
 from rerank.formats.streams import peek
@@ -56,7 +56,10 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
             if resorted is None:
                 out.write(best_hypothesis(group, vector).hypothesis + "\n")
                 continue
-            ranked = reranked(group, vector)  # ranked[0] is the best hypothesis
+            try:
+                ranked = reranked(group, vector)  # ranked[0] is the best hypothesis
+            except NonFiniteScore as e:
+                raise e.in_file(nbest_name) from None
             out.write(ranked[0].hypothesis + "\n")
             resorted.writelines(entry.line() + "\n" for entry in ranked)
     if empty:
@@ -87,8 +90,10 @@ def all_sentences(sentences: Iterable[NBestGroup], *, num_sentences: int | None,
 
 
 def model_scores(group: Sequence[NBestEntry], weights: np.ndarray) -> np.ndarray:
-    """The log-linear score (dense features · weights) of each hypothesis."""
-    return np.array([entry.dense for entry in group], dtype=np.float64).reshape(len(group), -1) @ weights
+    """The log-linear score (dense features · weights) of each hypothesis (an overflow gives ±inf, which no
+    writer takes)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.array([entry.dense for entry in group], dtype=np.float64).reshape(len(group), -1) @ weights
 
 
 def reranked(group: Sequence[NBestEntry], weights: np.ndarray) -> list[NBestEntry]:

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, NonFiniteScore, RerankError, quoted, shorten
 from rerank.formats.files import atomic_output, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry
 from rerank.formats.streams import chunks
@@ -112,6 +113,8 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
         attention = files.enter_context(atomic_output(outputs.attention)) if outputs.attention else None
         for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):
             words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
+            check_scores(f"sentence {sentence_id} (line {sentence_id - first_id + 1} of the input)", hypotheses,
+                         words, label)
             if outputs.nbest:
                 for h, hypothesis_words in zip(hypotheses, words, strict=True):
                     features, total = hypothesis_features(h, label, config.weights)
@@ -136,6 +139,18 @@ def read_feature_weights(path: str | os.PathLike[str], label: str) -> FeatureWei
         return FeatureWeights(model, word_penalty)
     except ValueError as e:
         raise RerankError(f"{path}: {e}") from None
+
+
+def check_scores(where: str, hypotheses: Sequence[Hypothesis], words: Sequence[Sequence[str]], label: str) -> None:
+    """A :class:`~rerank.errors.NonFiniteScore` if a hypothesis' ln p is NaN or infinite, an error if the search
+    found none (every candidate's score was NaN): a broken model writes nothing, not garbage."""
+    if not hypotheses:
+        raise RerankError(f"{where}: the search found no hypothesis with a finite score (are the model's weights "
+                          "broken?); nothing was written")
+    for hypothesis, hypothesis_words in zip(hypotheses, words, strict=True):
+        if not math.isfinite(hypothesis.score):
+            raise NonFiniteScore(f"{where}, hypothesis {quoted(shorten(' '.join(hypothesis_words)))}", label,
+                                 hypothesis.score)
 
 
 def hypothesis_features(hypothesis: Hypothesis, label: str,
