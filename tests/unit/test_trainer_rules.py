@@ -1,0 +1,135 @@
+"""The trainer's rules on a tiny model with scripted validation results: early stopping after ``patience``
+validations without improvement, the learning-rate decay after each of them, the model of the best
+validation kept as model.pt, the ``max_minutes`` budget (on a clock the test moves), and a phrase table
+read as its distinct pairs, each visited once an epoch."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import rerank.training.trainer as trainer_module
+from rerank.config import from_dict
+from rerank.models.checkpoint import WEIGHTS, load_state
+from rerank.training.config import TrainConfig
+from rerank.training.trainer import Trainer
+
+TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+TOY = {"source": str(TEST_DATA / "toy.en"), "target": str(TEST_DATA / "toy.fr")}
+
+
+def config(tmp_path: Path, data: dict[str, object] | None = None, **training: object) -> TrainConfig:
+    return from_dict(TrainConfig, {
+        "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4},
+        "data": {"train": TOY, "valid": TOY, "src_vocab_size": 50, "trg_vocab_size": 50, **(data or {})},
+        "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 1, "valid_every": 1,
+                     "max_epochs": 1000, "threads": 1, "log_every": 1000, **training},
+        "output_dir": str(tmp_path / "model")})
+
+
+class ScriptedValidation:
+    """Stands in for validation_perplexity: the planned perplexities in turn, recording at each call the
+    model's weights and the optimiser's learning rate."""
+
+    def __init__(self, plan: list[float]):
+        self.plan: Iterator[float] = iter(plan)
+        self.weights: list[dict[str, torch.Tensor]] = []
+        self.learning_rates: list[float] = []
+        self.trainer: Trainer | None = None
+
+    def __call__(self, model: torch.nn.Module, *args: object, **kwargs: object) -> float:
+        self.weights.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        assert self.trainer is not None
+        self.learning_rates.append(self.trainer.optimizer.param_groups[0]["lr"])
+        return next(self.plan)
+
+
+def scripted(monkeypatch: pytest.MonkeyPatch, trainer: Trainer, plan: list[float]) -> ScriptedValidation:
+    validation = ScriptedValidation(plan)
+    validation.trainer = trainer
+    monkeypatch.setattr(trainer_module, "validation_perplexity", validation)
+    return validation
+
+
+def test_patience_stops_and_the_best_validation_model_is_kept(tmp_path, monkeypatch):
+    trainer = Trainer(config(tmp_path, patience=3))
+    validation = scripted(monkeypatch, trainer, [20.0, 12.0, 15.0, 11.0, 13.0, 11.5, 11.0, 30.0, 1.0])
+    progress = trainer.train()
+    # the fourth validation (11.0) is the best; three without improvement after it (11.0 is no improvement)
+    assert progress.updates == 7 and progress.finished == "stopped early: no improvement in 3 validations"
+    assert progress.best_ppl == 11.0 and progress.bad_validations == 3
+    assert [h["valid_ppl"] for h in progress.history] == [20.0, 12.0, 15.0, 11.0, 13.0, 11.5, 11.0]
+    kept = load_state(trainer.out / WEIGHTS)["model"]
+    best = validation.weights[3]
+    assert kept.keys() == best.keys()
+    assert all(torch.equal(kept[name], best[name]) for name in best)
+    assert not all(torch.equal(kept[name], validation.weights[-1][name]) for name in best)  # training moved on
+
+
+def test_the_learning_rate_decays_after_each_validation_without_improvement(tmp_path, monkeypatch):
+    trainer = Trainer(config(tmp_path, patience=10, lr_decay=0.5, max_updates=6))
+    validation = scripted(monkeypatch, trainer, [10.0, 11.0, 9.0, 9.5, 9.5, 8.0])
+    progress = trainer.train()
+    # the rate each validation sees, set by the ones before it: halved after 11.0, 9.5 and 9.5
+    assert validation.learning_rates == pytest.approx([0.01, 0.01, 0.005, 0.005, 0.0025, 0.00125])
+    assert progress.learning_rate == pytest.approx(0.00125)
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(0.00125)
+    assert progress.finished == "reached max_updates 6" and progress.best_ppl == 8.0
+
+
+def test_no_decay_when_lr_decay_is_1(tmp_path, monkeypatch):
+    trainer = Trainer(config(tmp_path, patience=10, max_updates=3))
+    validation = scripted(monkeypatch, trainer, [10.0, 11.0, 12.0])
+    trainer.train()
+    assert validation.learning_rates == [0.01, 0.01, 0.01]
+
+
+def test_max_minutes_stops_on_the_clock(tmp_path, monkeypatch):
+    """Each update takes 25 s on the test's clock: a budget of 2 minutes stops after the fifth (125 s)."""
+    trainer = Trainer(config(tmp_path, max_minutes=2.0, valid_every=1000))
+    now = [1000.0]
+    monkeypatch.setattr(trainer_module.time, "monotonic", lambda: now[0])
+    update = trainer._update
+
+    def slow_update(indices: np.ndarray) -> tuple[float, int]:
+        now[0] += 25.0
+        return update(indices)
+
+    monkeypatch.setattr(trainer, "_update", slow_update)
+    scripted(monkeypatch, trainer, [5.0])
+    progress = trainer.train()
+    assert progress.finished == "reached max_minutes 2" and progress.updates == 5
+    assert progress.seconds == pytest.approx(125.0)
+    assert [h["updates"] for h in progress.history] == [5.0]  # validated once, when it stopped
+
+
+def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch(tmp_path, monkeypatch):
+    lines = ["un chien ||| a dog ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
+             "un chien ||| a dog ||| 0.1 0.1 0.1 0.1 ||| ||| \n",       # the same pair again: read once
+             "un chat ||| a cat ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
+             "un chat ||| a cat dog ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
+             "le chien ||| the dog ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
+             "un chat ||| a cat ||| 0.2 0.2 0.2 0.2 ||| ||| \n"]        # and again, further down
+    table = tmp_path / "phrase-table.gz"
+    table.write_bytes(gzip.compress("".join(lines).encode()))
+    trainer = Trainer(config(tmp_path, {"train": None, "phrase_table": str(table)}, batch_size=1, max_epochs=2))
+    pairs = [(" ".join(trainer.src_vocab.decode(s)), " ".join(trainer.trg_vocab.decode(t)))
+             for s, t in zip(trainer.train_src, trainer.train_trg, strict=True)]
+    assert pairs == [("un chien", "a dog"), ("un chat", "a cat"), ("un chat", "a cat dog"), ("le chien", "the dog")]
+    visited: list[int] = []
+    update = trainer._update
+
+    def recording_update(indices: np.ndarray) -> tuple[float, int]:
+        visited.extend(int(i) for i in indices)
+        return update(indices)
+
+    monkeypatch.setattr(trainer, "_update", recording_update)
+    scripted(monkeypatch, trainer, [5.0] * 8)
+    progress = trainer.train()
+    assert progress.finished == "reached max_epochs 2" and progress.updates == 8
+    assert sorted(visited[:4]) == [0, 1, 2, 3] and sorted(visited[4:]) == [0, 1, 2, 3]
