@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+import rerank.training.prepare as prepare
 import rerank.training.trainer as trainer_module
 from rerank.config import from_dict
 from rerank.models.checkpoint import WEIGHTS, load_state
@@ -108,7 +109,9 @@ def test_max_minutes_stops_on_the_clock(tmp_path, monkeypatch):
     assert [h["updates"] for h in progress.history] == [5.0]  # validated once, when it stopped
 
 
-def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("chunk", [2, prepare.CHUNK_PAIRS])  # 2: the repeats are found in earlier chunks too
+def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(prepare, "CHUNK_PAIRS", chunk)
     lines = ["un chien ||| a dog ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
              "un chien ||| a dog ||| 0.1 0.1 0.1 0.1 ||| ||| \n",       # the same pair again: read once
              "un chat ||| a cat ||| 0.5 0.4 0.3 0.2 ||| ||| \n",
@@ -118,8 +121,10 @@ def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch
     table = tmp_path / "phrase-table.gz"
     table.write_bytes(gzip.compress("".join(lines).encode()))
     trainer = Trainer(config(tmp_path, {"train": None, "phrase_table": str(table)}, batch_size=1, max_epochs=2))
-    pairs = [(" ".join(trainer.src_vocab.decode(s)), " ".join(trainer.trg_vocab.decode(t)))
-             for s, t in zip(trainer.train_src, trainer.train_trg, strict=True)]
+    batch = trainer.corpus.batch(np.arange(len(trainer.corpus)))   # each side followed by </s>
+    pairs = [(" ".join(trainer.src_vocab.decode(batch.src[row, : batch.src_len[row] - 1].tolist())),
+              " ".join(trainer.trg_vocab.decode(batch.trg[row, : batch.trg_len[row] - 1].tolist())))
+             for row in range(len(trainer.corpus))]
     assert pairs == [("un chien", "a dog"), ("un chat", "a cat"), ("un chat", "a cat dog"), ("le chien", "the dog")]
     visited: list[int] = []
     update = trainer._update
