@@ -29,9 +29,11 @@ from rerank.formats.files import atomic_binary_output
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.models.seq2seq import Seq2Seq
+from rerank.models.vocab import SRC_VOCAB as SRC_VOCAB
+from rerank.models.vocab import TRG_VOCAB as TRG_VOCAB
 from rerank.models.vocab import Vocabulary
 
-SRC_VOCAB, TRG_VOCAB, WEIGHTS, CHECKPOINT = ("vocab.src.txt", "vocab.trg.txt", "model.pt", "checkpoint.pt")
+WEIGHTS, CHECKPOINT = "model.pt", "checkpoint.pt"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from rerank.formats.files import atomic_output, read_lines
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = range(4)
+SRC_VOCAB, TRG_VOCAB = "vocab.src.txt", "vocab.trg.txt"  # the vocabularies' files in a model directory
 
 
 class Vocabulary:

@@ -42,8 +42,7 @@ import numpy as np
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.phrase_table import read_phrase_table
-from rerank.models.checkpoint import SRC_VOCAB, TRG_VOCAB
-from rerank.models.vocab import SPECIALS, UNK_ID, Vocabulary
+from rerank.models.vocab import SPECIALS, SRC_VOCAB, TRG_VOCAB, UNK_ID, Vocabulary
 from rerank.training.config import DataConfig
 
 logger = logging.getLogger(__name__)
