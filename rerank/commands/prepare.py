@@ -29,14 +29,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="target shortlist (default: %(default)s)")
     parser.add_argument("--max-length", type=positive_int, default=50,
                         help="pairs with a side longer than this many words are skipped (default: %(default)s)")
+    parser.add_argument("--subwords", choices=["bpe", "unigram"],
+                        help="learn sentencepiece subword units of this type in the pass (a model with model.subwords "
+                             "of the same settings trains on them); the vocabulary sizes are then unused")
+    parser.add_argument("--subword-vocab-size", type=positive_int, default=8000,
+                        help="pieces per language with --subwords (default: %(default)s)")
     parser.add_argument("--shard-pairs", type=positive_int, default=1_000_000,
                         help="about this many pairs a shard (default: %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from rerank.models.config import SubwordConfig
     from rerank.training.prepare import PrepareSettings, prepare_parallel, prepare_phrase_table
 
-    settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs)
+    subwords = None if args.subwords is None else SubwordConfig(type=args.subwords, vocab_size=args.subword_vocab_size)
+    settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs, subwords)
     if args.phrase_table is not None:
         if args.source is not None:
             raise SystemExit("rerank prepare: give SOURCE TARGET or --phrase-table, not both")

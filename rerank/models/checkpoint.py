@@ -92,13 +92,23 @@ def load_model(directory: str | os.PathLike[str], device: str | torch.device = "
     """The model in ``directory`` (see the module docstring), in evaluation mode."""
     directory = Path(directory)
     config = read_model_config(directory)
-    src_vocab = Vocabulary.load(directory / SRC_VOCAB)
-    trg_vocab = Vocabulary.load(directory / TRG_VOCAB)
+    src_vocab, trg_vocab = load_vocabularies(directory, config)
     model = build_model(config, len(src_vocab), len(trg_vocab))
     path = directory / weights_file
     load_model_weights(model, load_state(path, device).get("model"), path)
     model.to(device).eval()
     return LoadedModel(model, src_vocab, trg_vocab, config, directory)
+
+
+def load_vocabularies(directory: Path, config: ModelConfig) -> tuple[Vocabulary, Vocabulary]:
+    """A model directory's vocabularies: word shortlists, or with ``model.subwords`` its subword models, each
+    checked against the vocabulary file the weights were trained with."""
+    if config.subwords is None:
+        return Vocabulary.load(directory / SRC_VOCAB), Vocabulary.load(directory / TRG_VOCAB)
+    from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
+
+    return (SubwordVocabulary.load_matching(directory / SRC_VOCAB, directory / SRC_SUBWORDS),
+            SubwordVocabulary.load_matching(directory / TRG_VOCAB, directory / TRG_SUBWORDS))
 
 
 def save_model(directory: str | os.PathLike[str], model: Seq2Seq, src_vocab: Vocabulary, trg_vocab: Vocabulary) -> Path:
@@ -108,5 +118,12 @@ def save_model(directory: str | os.PathLike[str], model: Seq2Seq, src_vocab: Voc
     save_config({"model": model.config}, directory / CONFIG)
     src_vocab.save(directory / SRC_VOCAB)
     trg_vocab.save(directory / TRG_VOCAB)
+    if model.config.subwords is not None:
+        from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
+
+        for vocab, name in ((src_vocab, SRC_SUBWORDS), (trg_vocab, TRG_SUBWORDS)):
+            if not isinstance(vocab, SubwordVocabulary):
+                raise ValueError("a model with subwords is saved with its subword vocabularies")
+            vocab.save_model(directory / name)
     save_state({"model": model.state_dict()}, directory / WEIGHTS)
     return directory

@@ -40,6 +40,21 @@ class AttentionConfig:
 
 
 @dataclass(frozen=True)
+class SubwordConfig:
+    """Subword units inside the model (a sentencepiece model per language, trained on the training text when it
+    is prepared): the model still reads and writes Moses tokens, each scored as the sum over its pieces."""
+
+    kind: Literal["sentencepiece"] = "sentencepiece"
+    type: Literal["bpe", "unigram"] = "bpe"
+    vocab_size: int = 8000  # pieces per language, with 4 special tokens and 256 bytes (every text encodes)
+    sample_sentences: int = 2_000_000  # sentences the pieces are learnt from (a seeded sample of longer text)
+
+    def __post_init__(self) -> None:
+        at_least(self, 300, "vocab_size")
+        at_least(self, 1, "sample_sentences")
+
+
+@dataclass(frozen=True)
 class ModelConfig:
     """An RNN encoder-decoder (``encdec``, Cho et al. 2014) or RNNsearch (``rnnsearch``, Bahdanau et al. 2014).
 
@@ -66,6 +81,7 @@ class ModelConfig:
     input_feeding: bool = False
     dropout: float = 0.0
     reverse_target: bool = False
+    subwords: SubwordConfig | None = None  # none: words, with the data's frequency shortlists
 
     def __post_init__(self) -> None:
         if self.input_feeding and (self.architecture != "rnnsearch" or self.decoder != "luong"):

@@ -6,6 +6,8 @@ import collections
 import os
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from rerank.errors import FormatError
 from rerank.formats.files import atomic_output, read_lines
 
@@ -57,6 +59,14 @@ class Vocabulary:
             if i != PAD_ID:
                 words.append(self.tokens[i])
         return words
+
+    def words(self, ids: Iterable[int]) -> list[str]:
+        """The Moses tokens that ``ids`` spell (here one a token; a subword vocabulary joins pieces)."""
+        return self.decode(ids)
+
+    def word_of_piece(self, ids: Sequence[int]) -> np.ndarray:
+        """For each of ``ids``, the position of the Moses token it belongs to (here: its own)."""
+        return np.arange(len(ids))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         with atomic_output(path) as out:

@@ -34,10 +34,36 @@ def attended_words(attention: Tensor, source_words: int) -> list[int]:
 def hard_alignment(hypothesis: Hypothesis, source_words: int) -> list[tuple[int, int]]:
     """(source, target) word positions, 0-based, each target word with its most attended source
     word, sorted as Moses writes alignments; ``</s>`` on either side is left out."""
-    if hypothesis.attention is None or source_words == 0:
+    if hypothesis.attention is None:
         return []
-    aligned = attended_words(hypothesis.attention[: len(hypothesis.tokens)], source_words)
-    return sorted((i, j) for j, i in enumerate(aligned))
+    return alignment_of(hypothesis.attention, len(hypothesis.tokens), source_words)
+
+
+def alignment_of(attention: Tensor, target_words: int, source_words: int) -> list[tuple[int, int]]:
+    """The hard alignment of an attention matrix over words (target words then ``</s>``, source words then
+    ``</s>``)."""
+    if source_words == 0:
+        return []
+    return sorted((i, j) for j, i in enumerate(attended_words(attention[:target_words], source_words)))
+
+
+def word_attention(attention: Tensor, src_ids: Sequence[int], trg_ids: Sequence[int], src_vocab: Vocabulary,
+                   trg_vocab: Vocabulary) -> Tensor:
+    """Attention over pieces (the rows: ``trg_ids`` then ``</s>``; the columns: ``src_ids`` then ``</s>``) summed
+    back onto Moses tokens: a source token's column is the sum of its pieces' columns, a target token's row
+    the mean of its pieces' rows, so that each row still sums to one. Over words it is ``attention`` itself."""
+    src_map = np.append(src_vocab.word_of_piece(src_ids), -1)
+    trg_map = np.append(trg_vocab.word_of_piece(trg_ids), -1)
+    src_map[-1], trg_map[-1] = src_map.max(initial=-1) + 1, trg_map.max(initial=-1) + 1  # </s> last
+    if np.array_equal(src_map, np.arange(len(src_map))) and np.array_equal(trg_map, np.arange(len(trg_map))):
+        return attention
+    attention = attention[: len(trg_map), : len(src_map)]
+    columns = attention.new_zeros(len(trg_map), int(src_map[-1]) + 1).index_add_(
+        1, torch.as_tensor(src_map, device=attention.device), attention)
+    rows = attention.new_zeros(int(trg_map[-1]) + 1, columns.shape[1]).index_add_(
+        0, torch.as_tensor(trg_map, device=attention.device), columns)
+    counts = np.bincount(trg_map)
+    return rows / torch.as_tensor(counts, dtype=rows.dtype, device=rows.device)[:, None]
 
 
 def format_alignment(pairs: Sequence[tuple[int, int]]) -> str:
@@ -57,8 +83,9 @@ def replace_unknowns(words: list[str], source: Tokens, attention: Tensor | None,
 
 def target_words(hypothesis: Hypothesis, source: Tokens, trg_vocab: Vocabulary,
                  dictionary: Mapping[str, str] | None = None) -> list[str]:
-    """The words of ``hypothesis``; with a ``dictionary`` (even an empty one), its ``<unk>``s replaced."""
-    words = [trg_vocab.tokens[t] for t in hypothesis.tokens]
+    """The words of ``hypothesis`` (a subword model's pieces joined into Moses tokens); with a ``dictionary`` (even
+    an empty one), its ``<unk>``s replaced (a word model's: a subword model spells every word)."""
+    words = trg_vocab.words(hypothesis.tokens)
     if dictionary is None:
         return words
     return replace_unknowns(words, source, hypothesis.attention, dictionary)
@@ -111,11 +138,13 @@ def attention_weights(loaded: LoadedModel, source: Tokens, target: Tokens | None
     if target is None:
         [[best]] = beam_search(model, src, src_len, search)
         assert best.attention is not None
-        return AttentionWeights(best.attention.double().cpu().numpy(),
-                                [loaded.trg_vocab.tokens[t] for t in best.tokens], best.score)
+        weights = word_attention(best.attention, src[0, :-1].tolist(), best.tokens, loaded.src_vocab,
+                                 loaded.trg_vocab)
+        return AttentionWeights(weights.double().cpu().numpy(), loaded.trg_vocab.words(best.tokens), best.score)
     trg, _ = pad(to_ids([target], loaded.trg_vocab))
     trg = trg.to(device)
     logits, attention = model.teacher_forced(model.encode(src, src_len), shift_right(trg))
     assert attention is not None
-    return AttentionWeights(attention[0].double().cpu().numpy(), list(target),
-                            float(token_log_probs(logits, trg).sum()))
+    weights = word_attention(attention[0], src[0, :-1].tolist(), trg[0, :-1].tolist(), loaded.src_vocab,
+                             loaded.trg_vocab)
+    return AttentionWeights(weights.double().cpu().numpy(), list(target), float(token_log_probs(logits, trg).sum()))

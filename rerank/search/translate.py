@@ -32,11 +32,12 @@ from rerank.models.checkpoint import LoadedModel
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary
 from rerank.search.alignment import (
+    alignment_of,
     attention_record,
     format_alignment,
-    hard_alignment,
     require_attention_for,
     target_words,
+    word_attention,
 )
 from rerank.search.beam import FeatureWeights, Hypothesis, SearchConfig, beam_search
 
@@ -115,6 +116,10 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
             words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
             check_scores(f"sentence {sentence_id} (line {sentence_id - first_id + 1} of the input)", hypotheses,
                          words, label)
+            best = hypotheses[0].attention
+            if best is not None and (alignments is not None or attention is not None):
+                best = word_attention(best, loaded.src_vocab.encode(source), hypotheses[0].tokens, loaded.src_vocab,
+                                      loaded.trg_vocab)
             if outputs.nbest:
                 for h, hypothesis_words in zip(hypotheses, words, strict=True):
                     features, total = hypothesis_features(h, label, config.weights)
@@ -122,9 +127,10 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
             else:
                 out.write(" ".join(words[0]) + "\n")
             if alignments is not None:
-                alignments.write(format_alignment(hard_alignment(hypotheses[0], len(source))) + "\n")
-            if attention is not None and hypotheses[0].attention is not None:
-                record = attention_record(sentence_id, source, words[0], hypotheses[0].attention)
+                aligned = [] if best is None else alignment_of(best, len(words[0]), len(source))
+                alignments.write(format_alignment(aligned) + "\n")
+            if attention is not None and best is not None:
+                record = attention_record(sentence_id, source, words[0], best)
                 attention.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

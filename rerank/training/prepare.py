@@ -32,16 +32,25 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.phrase_table import read_phrase_table
+from rerank.models.config import SubwordConfig
+from rerank.models.subwords import (
+    SAMPLE_SEED,
+    SRC_SUBWORDS,
+    TRG_SUBWORDS,
+    SubwordVocabulary,
+    reservoir_sample,
+    train_subwords,
+)
 from rerank.models.vocab import SPECIALS, SRC_VOCAB, TRG_VOCAB, UNK_ID, Vocabulary
 from rerank.training.config import DataConfig
 
@@ -53,6 +62,7 @@ VERSION = 1
 CHUNK_PAIRS = 20_000
 REMAP_TOKENS = 1 << 22  # ids rewritten per step at the end (16 MiB of uint32)
 SIDES = ("src", "trg")
+SUBWORD_FILES = (SRC_SUBWORDS, TRG_SUBWORDS)
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,7 @@ class PrepareSettings:
     trg_vocab_size: int = 15000
     max_length: int = 50
     shard_pairs: int = 1_000_000  # pairs of a shard, at most
+    subwords: SubwordConfig | None = None  # pieces in place of word shortlists (the vocabulary sizes unused)
 
     def __post_init__(self) -> None:
         for key in ("src_vocab_size", "trg_vocab_size", "max_length", "shard_pairs"):
@@ -85,7 +96,7 @@ def prepare_parallel(source: str | os.PathLike[str], target: str | os.PathLike[s
     """Prepare two line-aligned text files (gzip read too) into the directory ``output``; returns the
     manifest. Files of different lengths are refused at the first line one of them lacks."""
     inputs = {"source": input_record(source), "target": input_record(target)}
-    return _prepare(_parallel_pairs(source, target), "parallel", inputs, output, settings, replace)
+    return _prepare(lambda: _parallel_pairs(source, target), "parallel", inputs, output, settings, replace)
 
 
 def prepare_phrase_table(table: str | os.PathLike[str], output: str | os.PathLike[str],
@@ -93,7 +104,7 @@ def prepare_phrase_table(table: str | os.PathLike[str], output: str | os.PathLik
     """Prepare each distinct (source, target) pair of a Moses phrase table once, in table order, ignoring
     its frequency (Cho et al. 2014, Sec. 4.1)."""
     inputs = {"phrase_table": input_record(table)}
-    return _prepare(_distinct_phrase_pairs(table), "phrase_table", inputs, output, settings, replace)
+    return _prepare(lambda: _distinct_phrase_pairs(table), "phrase_table", inputs, output, settings, replace)
 
 
 def _parallel_pairs(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
@@ -150,6 +161,19 @@ def _distinct_phrase_pairs(table: str | os.PathLike[str]) -> Iterator[tuple[str,
         yield src, trg
 
 
+class _Side(Protocol):
+    """How one language's lines become ids: words (a shortlist counted in the pass) or subword pieces."""
+
+    @property
+    def tokens(self) -> int: ...
+
+    def split(self, lines: list[str]) -> list[list[Any]]: ...
+
+    def encode(self, units: list[Any]) -> np.ndarray: ...
+
+    def shortlist(self, size: int) -> tuple[Vocabulary, np.ndarray]: ...
+
+
 class _Words:
     """Provisional ids of one language's words (first seen, first numbered) and their counts."""
 
@@ -157,7 +181,11 @@ class _Words:
         self.ids: dict[str, int] = {}
         self.counts = np.zeros(0, dtype=np.int64)
 
+    def split(self, lines: list[str]) -> list[list[str]]:
+        return [line.split() for line in lines]
+
     def encode(self, tokens: list[str]) -> np.ndarray:
+        """Ids of a chunk's words (the pairs kept), counted."""
         ids = self.ids
         for word in sorted(set(tokens).difference(ids)):  # sorted: the same ids in every run
             ids[word] = len(ids)
@@ -182,6 +210,32 @@ class _Words:
             if special in self.ids:
                 table[self.ids[special]] = special_id
         return Vocabulary([*SPECIALS, *(words[i] for i in kept)]), table
+
+    @property
+    def tokens(self) -> int:
+        return int(self.counts.sum())
+
+
+class _Pieces:
+    """The piece ids of one language's lines under its subword model (the model's ids are the final ones)."""
+
+    def __init__(self, vocab: SubwordVocabulary):
+        self.vocab = vocab
+        self.pieces = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.pieces
+
+    def split(self, lines: list[str]) -> list[list[int]]:
+        return self.vocab.encode_lines(lines)
+
+    def encode(self, pieces: list[int]) -> np.ndarray:
+        self.pieces += len(pieces)
+        return np.array(pieces, dtype=np.uint32)
+
+    def shortlist(self, size: int) -> tuple[Vocabulary, np.ndarray]:
+        return self.vocab, np.arange(len(self.vocab), dtype=np.uint32)
 
 
 def id_dtype(vocab_size: int) -> np.dtype[Any]:
@@ -258,7 +312,20 @@ def file_record(path: Path) -> dict[str, Any]:
     return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)}
 
 
-def _prepare(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], output: str | os.PathLike[str],
+def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, work: Path) -> tuple[_Pieces, _Pieces]:
+    """One pass that samples the pairs (seeded), then a sentencepiece model per language learnt from the sample."""
+    sample = reservoir_sample(pairs, config.sample_sentences, np.random.default_rng(SAMPLE_SEED))
+    models = []
+    for column, name in enumerate(SUBWORD_FILES):
+        train_subwords([pair[column] for pair in sample], config, work / name)
+        models.append(_Pieces(SubwordVocabulary.from_file(work / name)))
+    return models[0], models[1]
+
+
+Pairs = Callable[[], Iterator[tuple[str, str]]]  # a new stream of the pairs at each call
+
+
+def _prepare(pairs: Pairs, kind: str, inputs: dict[str, Any], output: str | os.PathLike[str],
              settings: PrepareSettings, replace: bool) -> dict[str, Any]:
     out = Path(output)
     if out.exists() and not replace:
@@ -298,33 +365,39 @@ def _directory_committed_at_end(out: Path) -> Iterator[Path]:
         raise
 
 
-def _write(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], work: Path,
+def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
            settings: PrepareSettings) -> dict[str, Any]:
     started = time.monotonic()
-    words = (_Words(), _Words())
+    sides: tuple[_Side, _Side] = (_Words(), _Words())
+    records: dict[str, dict[str, Any]] = {}
+    if settings.subwords is not None:
+        sides = _learn_subwords(pairs(), settings.subwords, work)
+        records["subwords"] = {side: file_record(work / name) for side, name in zip(SIDES, SUBWORD_FILES, strict=True)}
     writer = _ShardWriter(work, settings.shard_pairs)
     lines = skipped = 0
-    pairs = iter(pairs)
-    while chunk := list(itertools.islice(pairs, min(CHUNK_PAIRS, settings.shard_pairs - writer.pairs))):
+    stream = pairs()
+    while chunk := list(itertools.islice(stream, min(CHUNK_PAIRS, settings.shard_pairs - writer.pairs))):
         lines += len(chunk)
-        tokens = ([s.split() for s, _ in chunk], [t.split() for _, t in chunk])
-        lengths = tuple(np.fromiter(map(len, side), dtype=np.int64, count=len(chunk)) for side in tokens)
+        units = (sides[0].split([s for s, _ in chunk]), sides[1].split([t for _, t in chunk]))
+        lengths = tuple(np.fromiter(map(len, side), dtype=np.int64, count=len(chunk)) for side in units)
         keep = (lengths[0] <= settings.max_length) & (lengths[1] <= settings.max_length)
         if not keep.all():
             skipped += int((~keep).sum())
-            tokens = tuple(list(itertools.compress(side, keep)) for side in tokens)  # type: ignore[assignment]
+            units = tuple(list(itertools.compress(side, keep)) for side in units)  # type: ignore[assignment]
             lengths = tuple(side[keep] for side in lengths)
         if not len(lengths[0]):
             continue
-        ids = tuple(w.encode(list(itertools.chain.from_iterable(side))) for w, side in zip(words, tokens, strict=True))
+        ids = tuple(side.encode(list(itertools.chain.from_iterable(part))) for side, part in zip(sides, units,
+                                                                                                strict=True))
         writer.add(ids, lengths)  # type: ignore[arg-type]
     pairs_kept = lines - skipped
     if not pairs_kept:
-        what = "no lines" if not lines else f"no pair of at most {settings.max_length} words on both sides"
+        unit = "words" if settings.subwords is None else "pieces"
+        what = "no lines" if not lines else f"no pair of at most {settings.max_length} {unit} on both sides"
         raise RerankError(f"{', '.join(display_name(i['path']) for i in inputs.values())}: {what}: nothing to "
                           "train on")
-    (src_vocab, src_table), (trg_vocab, trg_table) = (words[0].shortlist(settings.src_vocab_size),
-                                                      words[1].shortlist(settings.trg_vocab_size))
+    (src_vocab, src_table), (trg_vocab, trg_table) = (sides[0].shortlist(settings.src_vocab_size),
+                                                      sides[1].shortlist(settings.trg_vocab_size))
     dtypes = (id_dtype(len(src_vocab)), id_dtype(len(trg_vocab)))
     writer.finish((src_table, trg_table), dtypes)
     src_vocab.save(work / SRC_VOCAB)
@@ -332,10 +405,11 @@ def _write(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], 
     manifest = {
         "format": FORMAT, "version": VERSION, "kind": kind, "inputs": inputs, "settings": asdict(settings),
         "lines": lines, "pairs": pairs_kept, "skipped_longer": skipped,
-        "tokens": {side: int(w.counts.sum()) for side, w in zip(SIDES, words, strict=True)},
+        "tokens": {name: side.tokens for name, side in zip(SIDES, sides, strict=True)},
         "dtypes": {side: dtype.str for side, dtype in zip(SIDES, dtypes, strict=True)},
         "vocabularies": {side: file_record(work / name) for side, name in zip(SIDES, (SRC_VOCAB, TRG_VOCAB),
                                                                               strict=True)},
+        **records,
         "shards": [{"pairs": n, **{part: file_record(work / f"{shard_name(k)}.{part}") for part in (*SIDES, "idx")}}
                    for k, n in enumerate(writer.shards)],
     }
@@ -352,12 +426,12 @@ def _write(pairs: Iterable[tuple[str, str]], kind: str, inputs: dict[str, Any], 
 PREPARED_DIR = "data"  # where `rerank train` prepares the text of its config, in the model directory
 
 
-def prepared_data(data: DataConfig, model_dir: Path) -> Path:
+def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: Path) -> Path:
     """The prepared directory of a data config: ``data.prepared``, or the model directory's ``data/``, prepared
     from the config's text now unless it was from the same files (size and time) with the same settings."""
     if data.prepared is not None:
         return Path(data.prepared)
-    settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length)
+    settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length, subwords=subwords)
     if data.train is not None:
         kind = "parallel"
         inputs = {"source": input_record(data.train.source), "target": input_record(data.train.target)}

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from rerank.errors import RerankError
+from rerank.models.subwords import SubwordVocabulary
 from rerank.models.vocab import EOS_ID, PAD_ID, Vocabulary
 from rerank.training.data import Batch, bucketed_order
 from rerank.training.prepare import FORMAT, MANIFEST, SIDES, VERSION, id_dtype, sha256, shard_name
@@ -35,8 +36,13 @@ class PreparedCorpus:
         self.directory = Path(directory)
         self.manifest = read_manifest(self.directory)
         m = self.manifest
-        self.src_vocab = Vocabulary.load(self._checked(m["vocabularies"]["src"], verify))
-        self.trg_vocab = Vocabulary.load(self._checked(m["vocabularies"]["trg"], verify))
+        vocab_files = [self._checked(m["vocabularies"][side], verify) for side in SIDES]
+        if "subwords" in m:  # the pieces of each language's subword model
+            model_files = [self._checked(m["subwords"][side], verify) for side in SIDES]
+            self.src_vocab: Vocabulary = SubwordVocabulary.load_matching(vocab_files[0], model_files[0])
+            self.trg_vocab: Vocabulary = SubwordVocabulary.load_matching(vocab_files[1], model_files[1])
+        else:
+            self.src_vocab, self.trg_vocab = Vocabulary.load(vocab_files[0]), Vocabulary.load(vocab_files[1])
         self.ids: list[tuple[np.ndarray, np.ndarray]] = []
         self.index: list[np.ndarray] = []
         for k, shard in enumerate(m["shards"]):
@@ -133,7 +139,9 @@ def read_manifest(directory: Path) -> dict[str, Any]:
                           f"version {VERSION}; prepare the data again")
     try:
         for side in SIDES:
-            _ = manifest["vocabularies"][side]["file"], manifest["dtypes"][side]
+            _ = manifest["vocabularies"][side]["file"], manifest["dtypes"][side], manifest["settings"]
+            if "subwords" in manifest:
+                _ = manifest["subwords"][side]["file"]
         for shard in manifest["shards"]:
             _ = [shard[part]["file"] for part in (*SIDES, "idx")], int(shard["pairs"])
         int(manifest["pairs"])

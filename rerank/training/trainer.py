@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ import torch
 
 from rerank.config import load_yaml, save_config, to_dict
 from rerank.errors import RerankError
+from rerank.formats.files import atomic_binary_output
 from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
@@ -32,7 +33,7 @@ from rerank.models.seq2seq import Seq2Seq
 from rerank.training.config import TrainConfig
 from rerank.training.data import make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
-from rerank.training.prepare import PREPARED_DIR, prepared_data, sha256
+from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data, sha256
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class Trainer:
         self.data_dir = Path()
         if self.world.is_main:
             self._prepare_output()
-            self.data_dir = prepared_data(config.data, self.out)
+            self.data_dir = prepared_data(config.data, config.model.subwords, self.out)
         self.world.barrier()  # the others read what process 0 wrote
         self._load_data()
         torch.manual_seed(config.training.seed)
@@ -104,14 +105,23 @@ class Trainer:
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(self.corpus),
                     manifest["skipped_longer"], manifest["settings"]["max_length"])
         self.src_vocab, self.trg_vocab = self.corpus.src_vocab, self.corpus.trg_vocab
-        for name, side in ((SRC_VOCAB, "src"), (TRG_VOCAB, "trg")):
-            record = manifest["vocabularies"][side]
+        subwords = self.config.model.subwords
+        if manifest["settings"].get("subwords") != (None if subwords is None else asdict(subwords)):
+            raise RerankError(f"{self.data_dir / MANIFEST}: refused: prepared with subwords "
+                              f"{manifest['settings'].get('subwords')}, the model asks for model.subwords {subwords}; "
+                              "prepare the data with the model's settings")
+        files = [(manifest["vocabularies"][side], name) for side, name in zip(SIDES, (SRC_VOCAB, TRG_VOCAB),
+                                                                              strict=True)]
+        if subwords is not None:
+            files += [(manifest["subwords"][side], name) for side, name in zip(SIDES, SUBWORD_FILES, strict=True)]
+        for record, name in files:
             if (self.out / CHECKPOINT).exists():  # resuming: the run's own vocabularies
-                if sha256(self.out / name) != record["sha256"]:
+                if not (self.out / name).exists() or sha256(self.out / name) != record["sha256"]:
                     raise RerankError(f"{self.data_dir / record['file']}: refused: its vocabulary is not that of the "
                                       f"model in {self.out} ({name}); train with the data the model was trained on")
             elif self.world.is_main:
-                (self.src_vocab if side == "src" else self.trg_vocab).save(self.out / name)
+                with atomic_binary_output(self.out / name) as out:
+                    out.write((self.data_dir / record["file"]).read_bytes())
         logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
                     len(self.trg_vocab))
         valid = read_parallel(data.valid.source, data.valid.target)
