@@ -29,12 +29,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rerank.errors import FormatError, RerankError
     from rerank.formats.files import atomic_output, display_name, read_lines
     from rerank.tune.oracle import list_oracle
     from rerank.tune.stats import BleuStatistics
 
     references = [[line for _, line in read_lines(path)] for path in args.references]
-    bleu = BleuStatistics(references, tokenize=args.tokenize)
+    for path, lines in zip(args.references, references, strict=True):
+        if len(lines) != len(references[0]):
+            raise FormatError(display_name(path), None, f"{len(references[0])} lines, as "
+                              f"{display_name(args.references[0])} has", got=f"{len(lines)} lines")
+    try:
+        bleu = BleuStatistics(references, tokenize=args.tokenize)
+    except ValueError as e:
+        raise RerankError(f"--tokenize: {e}") from None
     print(f"{'n-best list':40s} {'hyps/sent':>9s} {'first':>7s} {'oracle':>7s}")
     for path in args.nbest:
         result = list_oracle(path, bleu, reference_name=display_name(args.references[0]))

@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         print_iterations(result.iterations, result.converged, config.loop.max_iterations)
     else:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
+        if args.features is not None and not features:
+            raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
         result = tuning.on_nbest(args.nbest, features)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)

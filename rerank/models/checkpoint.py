@@ -58,6 +58,15 @@ def save_state(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
 def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> dict[str, Any]:
     """A ``.pt`` file read safely: only tensors and plain containers are accepted."""
     try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except FileNotFoundError:
+        raise RerankError(f"{path}: no such file") from None
+    except OSError as e:
+        raise RerankError(f"{path}: cannot read: {e.strerror}") from None
+    if not (head == b"PK\x03\x04" or head[:1] == b"\x80"):  # torch.save's zip archive, or its older pickle
+        raise RerankError(f"{path}: refused: not a torch archive (a file written by torch.save)")
+    try:
         state = torch.load(path, map_location=device, weights_only=True)
     except FileNotFoundError:
         raise RerankError(f"{path}: no such file") from None

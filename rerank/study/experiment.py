@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import shlex
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -188,6 +189,23 @@ def load_experiment(path: str | Path) -> ExperimentConfig:
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
 
 
+def check_inputs(config: ExperimentConfig) -> None:
+    """Every file and model the study reads exists, before its first step (a missing test list or language
+    model is found now, not after hours of training and scoring)."""
+    m = config.moses
+    named = {"encdec": config.encdec, "rnnsearch": config.rnnsearch, "right_to_left": config.right_to_left,
+             "channel": config.channel, "cslm": config.cslm, "moses.ini": m.ini,
+             "moses.language_model": m.language_model, "moses.phrase_table": m.phrase_table,
+             "moses.filter_script": m.filter_script,
+             **{f"{name}.{key}": getattr(split, key) for name, split in (("dev", config.dev), ("test", config.test))
+                for key in ("source", "reference", "nbest")}}
+    missing = [f"{key}: {path}" for key, path in named.items() if path is not None and not os.path.exists(path)]
+    if m.decoder is not None and shutil.which(m.decoder) is None:
+        missing.append(f"moses.decoder: {m.decoder} (no such program)")
+    if missing:
+        raise RerankError(f"the experiment's inputs do not exist: {'; '.join(missing)}")
+
+
 @dataclass
 class Score:
     dev: list[float] = field(default_factory=list)
@@ -200,7 +218,13 @@ class Experiment:
     def __init__(self, config: ExperimentConfig, force: bool = False):
         self.config = config
         self.out = Path(config.output_dir)
-        self.out.mkdir(parents=True, exist_ok=True)
+        check_inputs(config)
+        if self.out.exists() and not self.out.is_dir():
+            raise RerankError(f"output_dir {config.output_dir}: it is a file, not a directory")
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RerankError(f"output_dir {config.output_dir}: cannot make it: {e.strerror}") from None
         self.force = force
         self.commands = self.out / "commands.sh"
         self.timings: dict[str, float] = {}

@@ -19,6 +19,11 @@ class BleuConfig:
     tokenize: str = "none"   # a sacrebleu tokenizer; "none": split on whitespace, for tokenized text, as Moses' mert
     lowercase: bool = False  # case-insensitive BLEU (Moses' mert: case:false)
 
+    def __post_init__(self) -> None:
+        from rerank.tune.stats import check_tokenizer
+
+        check_tokenizer(self.tokenize)
+
 
 @dataclass(frozen=True)
 class MertConfig:

@@ -26,6 +26,13 @@ CORRECT = slice(2, 2 + MAX_ORDER)
 TOTAL = slice(2 + MAX_ORDER, 2 + 2 * MAX_ORDER)
 
 
+def check_tokenizer(tokenize: str) -> str:
+    """``tokenize`` if sacrebleu's BLEU has that tokenizer, else a ValueError listing those it has."""
+    if tokenize not in BLEU.TOKENIZERS:
+        raise ValueError(f"unknown BLEU tokenizer {tokenize!r}: expected one of {', '.join(BLEU.TOKENIZERS)}")
+    return tokenize
+
+
 class BleuStatistics:
     """Reference n-gram counts of a tuning set, and the statistics of hypotheses against them.
 
@@ -40,6 +47,7 @@ class BleuStatistics:
     """
 
     def __init__(self, references: Sequence[Sequence[str]], tokenize: str = "none", lowercase: bool = False):
+        check_tokenizer(tokenize)
         if not references:
             raise ValueError("at least one reference set is needed")
         sizes = {len(refs) for refs in references}
