@@ -90,9 +90,10 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     except UnicodeDecodeError as e:
         raise FormatError(str(path), data[:e.start].count(b"\n") + 1, "UTF-8 text",
                           got=f"byte 0x{data[e.start]:02x}") from None
-    loader = _StrictLoader(text)
-    loader.name = str(path)
+    loader: _StrictLoader | None = None
     try:
+        loader = _StrictLoader(text)  # which reads the text's first characters
+        loader.name = str(path)
         return loader.get_single_data()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -103,7 +104,8 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     except ValueError as e:  # an integer of more digits than Python converts
         raise ConfigError(f"{path}: invalid YAML: {e}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:

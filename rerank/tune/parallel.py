@@ -160,8 +160,7 @@ def run_parts(runs: Sequence[PartRun], submit: str | None, number: int) -> None:
                     time.sleep(POLL_SECONDS)
     finally:
         for process in processes:
-            if process.poll() is None:
-                end_group(process)
+            end_group(process)
     if failed is None:  # the submit commands all said 0: did every job finish, and well?
         for run in runs:
             if not run.status.exists():

@@ -132,7 +132,12 @@ def start(command: str, **popen: Any) -> subprocess.Popen[bytes]:
 
 
 def end_group(process: subprocess.Popen[bytes]) -> None:
-    """End ``process`` and every process of its group (SIGTERM, then SIGKILL after a grace period)."""
+    """End ``process`` and every process of its group (SIGTERM, then SIGKILL after a grace period); of a
+    process that has ended, what it left running in its group."""
+    if process.poll() is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, sig)
@@ -154,11 +159,7 @@ def process_group(command: str, **popen: Any) -> Iterator[subprocess.Popen[bytes
     try:
         yield process
     finally:
-        if process.poll() is None:
-            end_group(process)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # grandchildren the finished leader left running
+        end_group(process)
 
 
 def run(command: str, **popen: Any) -> int:

@@ -57,7 +57,7 @@ def tuning_set(regression_slice, tmp_path: Path) -> dict[str, Path]:
 def test_a_hostile_work_directory_in_a_quoted_placeholder_runs_nothing(tuning_set, tmp_path: Path) -> None:
     work = tmp_path / "w $(touch PWNED) `touch PWNED`"
     decoder = (f"cd {shlex.quote(str(tmp_path))} && {DECODER} --space {tuning_set['space']} --nbest-size "
-               "{nbest_size} --weight-overwrite \"{weights_overwrite}\" > '{nbest}'")
+               "{nbest_size} --weight-overwrite '{weights_overwrite}' > \"{nbest}\"")
     code = main(["tune", "--decoder", decoder, "--source", str(tuning_set["source"]), "-r",
                  str(tuning_set["reference"]), "--init", str(FIXTURES / "init.yaml"), "-o", str(tmp_path / "t.yaml"),
                  "--work-dir", str(work), "--nbest-size", "20", "--restarts", "2", "--iterations", "1"])

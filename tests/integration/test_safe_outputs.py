@@ -83,16 +83,33 @@ def test_a_fifo_is_streamed_to_not_replaced(nbest: Path, tmp_path: Path) -> None
     assert len(received[0].splitlines()) == 3 and leftovers(tmp_path) == []
 
 
-def test_a_device_is_written_to_not_replaced(nbest: Path) -> None:
-    assert main(["apply", str(nbest), *WEIGHTS, "-o", os.devnull]) == 0
-    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+def device(tmp_path: Path, name: str, minor: int) -> Path:
+    """A character device to write to: /dev/null (minor 3) or /dev/full (7) itself for a user who cannot replace
+    it, a private node of the same device for root, so that a broken output layer never replaces the system's."""
+    system = Path("/dev") / name
+    if os.geteuid() != 0:
+        if not system.exists():
+            pytest.skip(f"no {system} on this system")
+        return system
+    node = tmp_path / name
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, minor))
+    except OSError as e:
+        pytest.skip(f"cannot make a device node for root's test: {e.strerror}")
+    return node
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
-def test_a_full_disk_is_an_error_not_a_traceback(nbest: Path, capsys) -> None:
-    assert main(["apply", str(nbest), *WEIGHTS, "-o", "/dev/full"]) == 2
-    assert "/dev/full: cannot write: No space left on device" in capsys.readouterr().err
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+def test_a_device_is_written_to_not_replaced(nbest: Path, tmp_path: Path) -> None:
+    null = device(tmp_path, "null", 3)
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(null)]) == 0
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+
+
+def test_a_full_disk_is_an_error_not_a_traceback(nbest: Path, tmp_path: Path, capsys) -> None:
+    full = device(tmp_path, "full", 7)
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", str(full)]) == 2
+    assert f"{full}: cannot write: No space left on device" in capsys.readouterr().err
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
 
 
 def test_a_symlink_is_written_through(nbest: Path, tmp_path: Path) -> None:
