@@ -161,6 +161,7 @@ def read_nbest(path: str | os.PathLike[str], shard: ShardReader | None = None) -
     :func:`~rerank.formats.shards.nbest_sentence`), checking every line against the first one."""
     name = display_name(path)
     layout: FeatureLayout | None = None
+    template: _Template | None = None
     previous_id = -1
     for lineno, line in shard.lines() if shard is not None else read_lines(path):
         fields = tuple(line.split(SEPARATOR))
@@ -175,7 +176,14 @@ def read_nbest(path: str | os.PathLike[str], shard: ShardReader | None = None) -
             raise FormatError(name, lineno, f"sentence ids in increasing order (after {previous_id}), "
                               "each sentence's hypotheses on consecutive lines", got=id_text)
         previous_id = sentence_id
-        labels, sizes, dense, sparse = _parse_features(fields[2], name, lineno)
+        dense_only = template.values(fields[2]) if template is not None else None
+        if dense_only is not None and layout is not None:
+            dense, sparse = dense_only, dict[str, float]()
+            labels, sizes = layout.labels, layout.sizes
+        else:
+            labels, sizes, dense, sparse = _parse_features(fields[2], name, lineno)
+            if template is None and not sparse:
+                template = _Template(fields[2])
         if layout is None:
             layout = FeatureLayout(labels, sizes)
         elif labels != layout.labels or sizes != layout.sizes:
@@ -186,6 +194,31 @@ def read_nbest(path: str | os.PathLike[str], shard: ShardReader | None = None) -
         except ValueError:
             raise FormatError(name, lineno, "a number (the total score) in field 4", got=fields[3]) from None
         yield NBestEntry(sentence_id, fields, dense, layout, sparse, total, lineno)
+
+
+class _Template:
+    """The tokens of a features field with dense features only, as a pattern: another field with the same label
+    tokens in the same places gives its values at once (the lines of a list have the same layout); anything
+    else goes through :func:`_parse_features`, which checks it and says what is wrong."""
+
+    def __init__(self, text: str):
+        tokens = text.split()
+        self.size = len(tokens)
+        self.labels = tuple((i, token) for i, token in enumerate(tokens) if token[-1] in "=:")
+        self.positions = tuple(i for i, token in enumerate(tokens) if token[-1] not in "=:")
+
+    def values(self, text: str) -> tuple[float, ...] | None:
+        """The dense values of ``text`` if it fits the pattern, else None."""
+        tokens = text.split()
+        if len(tokens) != self.size:
+            return None
+        for i, label in self.labels:
+            if tokens[i] != label:
+                return None
+        try:
+            return tuple([float(tokens[i]) for i in self.positions])
+        except ValueError:
+            return None
 
 
 def _parse_features(text: str, name: str, lineno: int
