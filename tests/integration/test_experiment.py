@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import yaml
 
 from rerank.cli import main
@@ -54,6 +55,44 @@ def write_experiment(tmp_path: Path, moses: dict[str, object] | None = None, **s
     return config
 
 
+def table_cells(results_md: str, title: str) -> list[str]:
+    """The cells after the title of the results table's row ``title``."""
+    rows = [line for line in results_md.splitlines() if line.startswith(f"| {title} |")]
+    assert len(rows) == 1, title
+    return [cell.strip() for cell in rows[0].strip().strip("|").split("|")][1:]
+
+
+def sacrebleu_of(path: Path, reference: str) -> str:
+    """Corpus BLEU of a 1-best file, as sacrebleu computes it (tokenize none: the sample is tokenized)."""
+    hypotheses = path.read_text(encoding="utf-8").splitlines()
+    references = Path(reference).read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == len(references), path
+    return f"{sacrebleu.corpus_bleu(hypotheses, [references], tokenize='none').score:.2f}"
+
+
+def check_table_against_outputs(results_md: str, run: Path, experiment: dict, optimizers: list[str]) -> None:
+    """Each tuned row's dev BLEU (first optimiser) and test BLEU (every optimiser), the baseline's and
+    RNNsearch's alone, as results.md prints them, against sacrebleu on the 1-best files (one seed, seed 1)."""
+    dev, test = experiment["dev"]["reference"], experiment["test"]["reference"]
+    baseline = table_cells(results_md, "Moses baseline (its own weights)")
+    assert baseline[:2] == [sacrebleu_of(run / "tuning" / "moses" / f"moses.ini.{split}.1best", reference)
+                            for split, reference in (("dev", dev), ("test", test))]
+    checked = 1
+    for row in ROWS:
+        cells = table_cells(results_md, row.title)
+        expected = [sacrebleu_of(run / "tuning" / row.key / f"{optimizers[0]}-seed1.dev.1best", dev)]
+        expected += [sacrebleu_of(run / "tuning" / row.key / f"{optimizer}-seed1.test.1best", test)
+                     for optimizer in optimizers]
+        assert cells[:1 + len(optimizers)] == expected, row.title
+        checked += 1
+    alone = [title for title in (line.split("|")[1].strip() for line in results_md.splitlines()
+                                 if line.startswith("| RNNsearch alone"))]
+    assert len(alone) == 1
+    assert table_cells(results_md, alone[0])[:2] == [sacrebleu_of(run / f"{split}.rnnsearch.1best", reference)
+                                                     for split, reference in (("dev", dev), ("test", test))]
+    assert checked == len(ROWS) + 1
+
+
 @pytest.mark.slow
 def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
     configs = write_training_configs(tmp_path, "encdec", "rnnsearch")
@@ -80,6 +119,8 @@ def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
     assert (tmp_path / "again.1best").read_bytes() == output.read_bytes()
     # The baseline reproduces Moses' own 1-best output of the sample.
     assert (run / "tuning" / "moses" / "moses.ini.test.1best").read_bytes() == (SAMPLE / "test.1best").read_bytes()
+    # Every BLEU of the table, recomputed with sacrebleu from the 1-best files the run wrote.
+    check_table_against_outputs(results, run, yaml.safe_load(config.read_text()), ["mert", "pro"])
 
     # Run again: every step is done already, and nothing is redone.
     assert main(["-q", "experiment", str(config)]) == 0
