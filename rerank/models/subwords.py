@@ -15,10 +15,9 @@ import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
-import sentencepiece as spm
 
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output
@@ -34,6 +33,8 @@ T = TypeVar("T")
 def train_subwords(sample: list[str], config: SubwordConfig, path: str | os.PathLike[str]) -> None:
     """Learn the pieces of the sentences ``sample`` (at most ``config.sample_sentences``, see
     :func:`reservoir_sample`) and write the sentencepiece model to ``path``."""
+    import sentencepiece as spm  # only where subwords are used
+
     if not any(sample):
         raise RerankError(f"{path}: no text to learn subword units from")
     model = io.BytesIO()
@@ -68,7 +69,8 @@ class SubwordVocabulary(Vocabulary):
     """The pieces of a sentencepiece model as a vocabulary: :meth:`encode` takes Moses tokens, :meth:`words`
     gives them back."""
 
-    def __init__(self, processor: spm.SentencePieceProcessor, model_bytes: bytes):
+    def __init__(self, processor: Any, model_bytes: bytes):
+        """``processor``: a ``sentencepiece.SentencePieceProcessor`` loaded from ``model_bytes``."""
         super().__init__([processor.id_to_piece(i) for i in range(processor.get_piece_size())])
         self.processor = processor
         self.digest = hashlib.sha256(model_bytes).hexdigest()
@@ -80,6 +82,8 @@ class SubwordVocabulary(Vocabulary):
             data = Path(path).read_bytes()
         except OSError as e:
             raise RerankError(f"{path}: cannot read: {e.strerror}") from None
+        import sentencepiece as spm
+
         processor = spm.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(data)

@@ -47,7 +47,7 @@ def write_config(tmp_path: Path, test_data: Path, name: str, *, dropout: float, 
     config = {
         "model": {"architecture": "encdec", "embedding_size": 16, "hidden_size": 16, "maxout_size": 8,
                   "dropout": dropout},
-        "data": {"train": toy, "valid": toy, "src_vocab_size": 100, "trg_vocab_size": 100},
+        "data": {"train": toy, "valid": dict(toy), "src_vocab_size": 100, "trg_vocab_size": 100},
         "training": {**optimizer, "batch_size": batch_size, "max_epochs": 10000,
                      "max_updates": max_updates, "valid_every": valid_every, "patience": 1000, "threads": 1,
                      "seed": 7},

@@ -31,7 +31,7 @@ def training_config(tmp_path: Path, **changes: dict[str, object]) -> Path:
     toy = {"source": str(TEST_DATA / "toy.en"), "target": str(TEST_DATA / "toy.fr")}
     config: dict[str, dict[str, object] | str] = {
         "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4},
-        "data": {"train": toy, "valid": toy, "src_vocab_size": 50, "trg_vocab_size": 50},
+        "data": {"train": toy, "valid": dict(toy), "src_vocab_size": 50, "trg_vocab_size": 50},
         "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 2, "max_updates": 2, "valid_every": 1,
                      "threads": 1},
         "output_dir": str(tmp_path / "model"),

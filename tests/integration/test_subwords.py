@@ -24,6 +24,8 @@ from rerank.models.subwords import TRG_SUBWORDS, SubwordVocabulary
 from rerank.search.alignment import attention_weights
 from rerank.search.beam import SearchConfig
 
+pytest.importorskip("sentencepiece", reason="sentencepiece is not installed (pip install -e . installs it)")
+
 
 @pytest.fixture(autouse=True)
 def keep_threads() -> Iterator[None]:

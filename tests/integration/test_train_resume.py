@@ -37,7 +37,7 @@ def write_config(tmp_path: Path, test_data: Path, output_dir: Path) -> Path:
     toy = {"source": str(test_data / "toy.en"), "target": str(test_data / "toy.fr")}
     config = {
         "model": {"architecture": "encdec", "embedding_size": 16, "hidden_size": 16, "maxout_size": 8, "dropout": 0.2},
-        "data": {"train": toy, "valid": toy, "src_vocab_size": 100, "trg_vocab_size": 100},
+        "data": {"train": toy, "valid": dict(toy), "src_vocab_size": 100, "trg_vocab_size": 100},
         "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 2, "max_epochs": 10000,
                      "max_updates": MAX_UPDATES, "valid_every": 5, "patience": 1000, "threads": 1, "seed": 7},
         "output_dir": str(output_dir),

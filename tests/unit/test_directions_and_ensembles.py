@@ -81,7 +81,7 @@ def test_training_right_to_left_is_training_on_reversed_targets(tmp_path: Path) 
         config = {
             "model": {"architecture": "rnnsearch", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4,
                       "attention": {"hidden_size": 8}, "dropout": 0.2, "reverse_target": reverse_model},
-            "data": {"train": corpus, "valid": corpus, "src_vocab_size": 50, "trg_vocab_size": 50},
+            "data": {"train": corpus, "valid": dict(corpus), "src_vocab_size": 50, "trg_vocab_size": 50},
             "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 4, "max_updates": 6,
                          "valid_every": 3, "threads": 1, "seed": 5},
             "output_dir": str(tmp_path / name),
