@@ -1,4 +1,4 @@
-"""Time and peak memory of ``rerank score-nbest`` on the full Multi30k test 100-best list (64,736 lines).
+"""Time and peak memory of ``rerank score-nbest`` on the full Multi30k test 100-best list.
 
 Every run is a fresh ``python -m rerank score-nbest ...`` process writing a gzipped n-best list, so
 the figures include start-up, loading the language model and the shortlist, reading and writing.
@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LINES, SENTENCES = 64736, 1000
+sys.path.insert(0, str(REPO))
+
+from rerank.formats.nbest import read_nbest  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,19 +40,34 @@ def main(argv: list[str] | None = None) -> int:
     lm = ["--lm", str(moses / "lm" / "train.fr.4.arpa")]
     unk = ["--unk-corpus", str(tok / "train.lc.norm.tok.fr")]
     configurations = {"WP": ["--word-penalty"], "LM": lm, "LM + WP + UNK": [*lm, "--word-penalty", *unk]}
-    print(f"rerank score-nbest on {nbest.name} ({LINES} lines, {SENTENCES} sentences), "
+    lines, sentences = count(nbest)
+    print(f"rerank score-nbest on {nbest.name} ({lines:,} lines, {sentences:,} sentences), "
           f"{args.repeat} runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(f"{'features':<14} {'wall s':>7} {'CPU s':>6} {'lines/s':>8} {'sentences/s':>11} {'peak MiB':>9}"
           "   (medians; lines/s and sentences/s from CPU time)")
     with tempfile.TemporaryDirectory() as directory:
         for name, options in configurations.items():
-            runs = [run_once([*base, *options, "-o", str(Path(directory) / "out.gz")]) for _ in range(args.repeat)]
+            out = Path(directory) / "out.gz"
+            runs = [run_once([*base, *options, "-o", str(out)]) for _ in range(args.repeat)]
+            written = count(out)
+            if written != (lines, sentences):
+                sys.exit(f"{name}: wrote {written[0]:,} lines of {written[1]:,} sentences, "
+                         f"not {lines:,} of {sentences:,}")
             wall = statistics.median(run[0] for run in runs)
             cpu = statistics.median(run[1] for run in runs)
             peak = max(run[2] for run in runs) / 1024
-            print(f"{name:<14} {wall:>7.2f} {cpu:>6.2f} {LINES / cpu:>8.0f} {SENTENCES / cpu:>11.0f} {peak:>9.0f}")
+            print(f"{name:<14} {wall:>7.2f} {cpu:>6.2f} {lines / cpu:>8.0f} {sentences / cpu:>11.0f} {peak:>9.0f}")
     print(f"load average after the runs: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def count(nbest: Path) -> tuple[int, int]:
+    """The lines and the distinct sentence ids of an n-best list."""
+    lines, ids = 0, set()
+    for entry in read_nbest(nbest):
+        lines += 1
+        ids.add(entry.sentence_id)
+    return lines, len(ids)
 
 
 def run_once(arguments: list[str]) -> tuple[float, float, int]:

@@ -9,8 +9,9 @@ training data (throughput does not depend on the weights), it prints:
 * n-best hypotheses/s on the whole test_2016_flickr 100-best list (64,736 hypotheses, 1,000 sources);
   each by the fast path (each distinct target prefix of a source decoded once, the output layer at real
   positions, block by block) and by the reference path (:func:`rerank.models.seq2seq.reference_path`,
-  ``share_prefixes: false``: every pair decoded whole, logits at every position), taking turns, with
-  the largest difference of their ln p;
+  ``share_prefixes: false``: every pair decoded whole, logits at every position), taking turns after
+  each path has scored ``WARM_UP_PAIRS`` pairs untimed, with the largest difference of their ln p
+  (the benchmark exits with status 1 if it is above ``TOLERANCE``, 1e-3);
 * pairs/s of a naive loop that encodes and scores one pair at a time (reference path), on a sample;
 * the achieved FLOP rate, as a share of the fp32 ``torch.mm`` rate (1024 x 1024) measured just before
   and just after each timed run (the higher of the two). FLOPs are the matrix-multiply FLOPs each path needs, as
@@ -89,6 +90,8 @@ from rerank.training.config import load_train_config
 REPO = Path(__file__).resolve().parents[1]
 SEPARATOR = b"|||"
 SHARED_DATA = "../shared/data/"  # how the configs name the shared data folder
+WARM_UP_PAIRS = 2_000  # scored by each path before the clock starts
+TOLERANCE = 1e-3  # largest |difference of ln p| (nats) allowed between the fast and the reference path (float32)
 
 
 @dataclass
@@ -127,6 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"load average {os.getloadavg()[0]:.1f}")
     if gpu:
         print(f"{describe_gpu(device)}; CPU threads do not matter here: one run, no thread loop")
+    disagreements: list[str] = []
     for name in args.configs:
         scorer = make_scorer(name, args.model, device, args.data)
         reference = Scorer(scorer.model, scorer.src_vocab, scorer.trg_vocab, ScoringConfig(share_prefixes=False))
@@ -148,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs: dict[str, list[tuple[float, float, float]]] = {"fast": [], "reference": []}
                 memory = dict.fromkeys(runs, 0)
                 scores = {}
+                for path, work in (("fast", scorer), ("reference", reference)):  # warm-up, untimed
+                    with reference_path(scorer.model, path == "reference"):
+                        score_all(work, workload.pairs[:WARM_UP_PAIRS])
                 for _ in range(args.repeat):
                     for path, work in (("fast", scorer), ("reference", reference)):
                         with reference_path(scorer.model, path == "reference"):
@@ -163,6 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 by_cpu = "" if gpu else f"{statistics.median(ratio_cpu):.2f}x by CPU time; "
                 print(f"  fast/reference, {where}: {statistics.median(ratio):.2f}x by the wall clock, "
                       f"{by_cpu}largest |difference of ln p| {difference:.1e}", flush=True)
+                if not difference <= TOLERANCE:
+                    disagreements.append(f"{name}, {workload.name}, {where}: the fast and the reference path's "
+                                         f"ln p differ by up to {difference:.1e}")
                 if args.profile:
                     _, profile = profile_ops(functools.partial(score_all, scorer, workload.pairs))
                     print(f"  fast, {where}, " + profile.describe(flops["fast"], max(mm for mm, _, _ in runs["fast"]),
@@ -181,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.full_table:
             full_table_run(scorer, table, args.model, args.threads[-1], device)
     print(f"\nload average after the runs: {os.getloadavg()[0]:.1f}")
+    if disagreements:
+        print("\n".join(disagreements) + f" (more than {TOLERANCE:g} allowed)", file=sys.stderr)
+        return 1
     return 0
 
 

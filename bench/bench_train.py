@@ -6,8 +6,11 @@ as ``rerank train`` builds them), runs a few warm-up updates, then times ``--upd
 the first epoch's batches at each thread count, the fast path (:meth:`Seq2Seq.forward`) and the
 reference path (:func:`rerank.models.seq2seq.reference_path`: logits at every position, then the
 log-softmax) taking turns on the same batches. FLOPs are the matrix multiplies of one update,
-forward and backward, as ``FlopCounterMode`` counts them for each path; the share is the achieved
-rate over the fp32 matmul rate measured just before, by the wall clock and by the CPU time.
+forward and backward, as ``FlopCounterMode`` counts them for each path on every timed batch (from the
+same weights, untimed); the share is the achieved rate over the fp32 matmul rate measured just
+before, by the wall clock and by the CPU time. Those untimed updates also give each path's loss from
+the same weights and dropout masks: the benchmark exits with status 1 if they differ by more than
+``LOSS_TOLERANCE`` (1e-4, relative) on any batch.
 
 With ``--equal-updates N`` two models start from the same weights and random state and take N
 updates on the same batches, one per path: the losses of every update and the validation
@@ -65,6 +68,7 @@ from rerank.training.trainer import Trainer, validation_perplexity
 
 REPO = Path(__file__).resolve().parents[1]
 WARM_UP = 3
+LOSS_TOLERANCE = 1e-4  # relative difference allowed between the paths' loss of one update (float32 sums)
 PATHS = ("fast", "reference")
 SHARED_DATA = "../shared/data/"
 
@@ -90,14 +94,23 @@ def main() -> int:
     os.chdir(REPO)  # the configs' data paths are relative to the repository
     logging.basicConfig(level=logging.WARNING)
     print(describe(device))
+    disagreements: list[str] = []
     for name in args.configs:
         config = with_data(load_train_config(REPO / "configs" / f"{name}.yaml"), data)
         with tempfile.TemporaryDirectory() as out:
             trainer = Trainer(dataclasses.replace(config, output_dir=out), device=device)
             batches = first_batches(trainer, WARM_UP + args.updates)
+            timed_batches = batches[WARM_UP: WARM_UP + args.updates]
             parameters = sum(p.numel() for p in trainer.model.parameters())
-            tokens = int(trainer.corpus.lengths(batches[0])[1].sum()) + len(batches[0])  # with </s>
-            flops = {path: update_flops(trainer, batches[0], path) / tokens for path in PATHS}  # per target token
+            tokens = sum(int(trainer.corpus.lengths(b)[1].sum()) + len(b) for b in timed_batches)  # with </s>
+            # the FLOPs of every timed update, counted on the same batches from the same weights
+            counted = {path: [update_flops(trainer, b, path) for b in timed_batches] for path in PATHS}
+            flops = {path: sum(f for f, _ in counted[path]) / tokens for path in PATHS}  # per target token
+            for (_, fast_loss), (_, reference_loss) in zip(counted["fast"], counted["reference"], strict=True):
+                if not abs(fast_loss - reference_loss) <= LOSS_TOLERANCE * abs(reference_loss):
+                    disagreements.append(f"{name}: the loss of one update from the same weights is {fast_loss!r} "
+                                         f"by the fast path, {reference_loss!r} by the reference path")
+                    break
             print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
                   f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
                                                                   for path in PATHS))
@@ -112,10 +125,10 @@ def main() -> int:
                     torch.set_num_threads(threads)
                 for batch in batches[:WARM_UP]:
                     trainer._update(batch)
-                results = time_paths(trainer, batches[WARM_UP: WARM_UP + args.updates], device)
+                results = time_paths(trainer, timed_batches, device)
                 for path in PATHS:
                     count, timing = results[path]
-                    total = flops[path] * count
+                    total = flops[path] * count  # count: the target tokens of the timed updates
                     if gpu:
                         print(f"{'cuda':>7} {path:<10} {count / timing.wall:>9.0f} {timing.wall / args.updates:>9.4f} "
                               f"{total / timing.wall / 1e9:>8.1f} {100 * share(total, timing):>5.1f}% "
@@ -139,6 +152,9 @@ def main() -> int:
         if args.equal_updates:
             equal_updates(config, args.equal_updates, min(args.threads), getattr(torch, args.equal_dtype), device)
     print(f"\n{describe()}")  # the load average after the runs
+    if disagreements:
+        print("\n".join(disagreements) + f" (relative difference above {LOSS_TOLERANCE:g})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -157,15 +173,19 @@ def with_data(config: TrainConfig, data: Path | None) -> TrainConfig:
                                                                 valid=moved(config.data.valid)))
 
 
-def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> float:
-    """Matrix-multiply FLOPs of one update on ``batch`` (the weights are put back afterwards)."""
+def update_flops(trainer: Trainer, batch: np.ndarray, path: str) -> tuple[float, float]:
+    """Matrix-multiply FLOPs and the loss of one update on ``batch``, with the dropout masks of a fixed seed
+    (the weights, the optimiser and the random state are put back afterwards)."""
     weights = {k: v.clone() for k, v in trainer.model.state_dict().items()}
     optimizer = trainer.optimizer.state_dict()
+    random_state = torch.get_rng_state()
+    torch.manual_seed(0)
     with reference_path(trainer.model, path == "reference"), flop_counter() as counter:
-        trainer._update(batch)
+        loss, _ = trainer._update(batch)
     trainer.model.load_state_dict(weights)
     trainer.optimizer.load_state_dict(optimizer)
-    return float(counter.get_total_flops())
+    torch.set_rng_state(random_state)
+    return float(counter.get_total_flops()), loss
 
 
 def first_batches(trainer: Trainer, count: int) -> list[np.ndarray]:

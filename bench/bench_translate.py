@@ -8,14 +8,16 @@ searched ``OUTPUT_ROWS`` rows at a time) and by the reference path
 (:func:`rerank.models.seq2seq.reference_path`: the whole (rows, V) log-probabilities of every step),
 taking turns, by the wall clock and per CPU second; the matrix-multiply FLOPs of the fast search
 (``FlopCounterMode``, one untimed pass) and the share of the machine's fp32 matmul rate they reach;
-one sentence at a time (``beam_search`` on batches of one); and whether all gave the same
-translations. Beside them, the ceiling that batching can reach: how much
-faster the largest matrix multiply of a decoding step (the output layer, ``rows × units`` by
-``units × vocabulary``) runs per row at batch·beam rows than at the beam's own rows, since one
-sentence with a beam of K already multiplies K rows at a time. Decoding only: the model is loaded
-and the text read before the clock starts; each figure is one timed pass after a short warm-up.
-With ``--profile`` each path runs once more under the torch profiler (see ``OpProfile`` in
-``bench/machine.py``).
+one sentence at a time (``beam_search`` on batches of one) against batched decoding of the same
+``--single-sentences`` sentences (the "batching" column); and whether all gave the same
+translations. It exits with status 1 when the fast and the reference path give different best
+translations for more than ``MAX_DIFFERENT`` (0.5%) of the sentences at any beam. Beside them,
+the ceiling that batching can reach: how much faster the largest matrix multiply of a decoding
+step (the output layer, ``rows × units`` by ``units × vocabulary``) runs per row at batch·beam
+rows than at the beam's own rows, since one sentence with a beam of K already multiplies K rows at
+a time. Decoding only: the model is loaded and the text read before the clock starts; each figure
+is one timed pass after a short warm-up. With ``--profile`` each path runs once more under the torch
+profiler (see ``OpProfile`` in ``bench/machine.py``).
 
     python bench/bench_translate.py --model runs/rnnsearch-small
     python bench/bench_translate.py                  # random weights with the small config's sizes
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import functools
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -72,6 +75,7 @@ DATA = REPO.parent / "shared" / "data"
 TOK = Path("multi30k") / "tok"
 SOURCE = TOK / "test_2016_flickr.lc.norm.tok.en"
 SMALL_CONFIG = REPO / "configs" / "rnnsearch-small.yaml"
+MAX_DIFFERENT = 0.005  # share of sentences whose best translation may differ between the paths (float32 ties)
 
 
 def random_small_model(data_dir: Path = DATA) -> tuple[Seq2Seq, Vocabulary]:
@@ -166,6 +170,7 @@ def main() -> None:
         print(f"{describe()}\n{'beam':>4}  {'fast sent/s':>11} {'per CPU-s':>9}  {'reference':>9} {'per CPU-s':>9}  "
               f"{'fast/ref (CPU)':>14}  {'share':>5} {'share (CPU)':>11}  {'one at a time':>13}  {'batching':>8}  "
               f"{'matmul ceiling':>14}  {'mean length':>11}  {'same output':>11}")
+    disagreements: list[str] = []
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
         list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size, device))  # warm-up
@@ -183,10 +188,18 @@ def main() -> None:
         fast, reference = (min(runs[path], key=lambda t: t.wall) for path in ("fast", "reference"))
         alone, single_timing = timed(functools.partial(one_at_a_time, model, src_vocab, single, config, on),
                                      rate=False, device=on)
+        # batching against one sentence at a time: the same sentences, the same count, both timed warm
+        batched_single, batched_single_timing = timed(
+            functools.partial(translate_all, model, src_vocab, single, config, args.batch_size, device),
+            rate=False, device=on)
+        batching = single_timing.wall / batched_single_timing.wall
         batched = outputs["fast"]
         same = sum(a[0].tokens == b[0].tokens == c[0].tokens
-                   for a, b, c in zip(batched, outputs["reference"], alone, strict=False))
+                   for a, b, c in zip(batched_single, outputs["reference"], alone, strict=False))
         same_all = sum(a[0].tokens == b[0].tokens for a, b in zip(batched, outputs["reference"], strict=True))
+        if len(sentences) - same_all > MAX_DIFFERENT * len(sentences):
+            disagreements.append(f"beam {beam}: the fast and the reference path differ on "
+                                 f"{len(sentences) - same_all} of {len(sentences)} best translations")
         length = statistics.mean(len(h[0].tokens) for h in batched)
         ceiling = matmul_ceiling(model, args.batch_size * beam, beam)
         rate = len(sentences) / fast.wall
@@ -194,14 +207,14 @@ def main() -> None:
             print(f"{beam:>4}  {rate:>11.1f}  {len(sentences) / reference.wall:>9.1f}  "
                   f"{reference.wall / fast.wall:>7.2f}x  {100 * share(flops, fast):>4.1f}%  "
                   f"{mib(fast.memory) + ' / ' + mib(reference.memory):>27}  "
-                  f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
+                  f"{len(single) / single_timing.wall:>13.1f}  {batching:>7.1f}x  "
                   f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
         else:
             print(f"{beam:>4}  {rate:>11.1f} {len(sentences) / fast.cpu:>9.1f}  "
                   f"{len(sentences) / reference.wall:>9.1f} "
                   f"{len(sentences) / reference.cpu:>9.1f}  {reference.cpu / fast.cpu:>13.2f}x  "
                   f"{100 * share(flops, fast):>4.0f}% {100 * share(flops, fast, cpu=True):>10.0f}%  "
-                  f"{len(single) / single_timing.wall:>13.1f}  {rate / (len(single) / single_timing.wall):>7.1f}x  "
+                  f"{len(single) / single_timing.wall:>13.1f}  {batching:>7.1f}x  "
                   f"{ceiling:>13.1f}x  {length:>11.1f}  {same:>5}/{len(single):<5}", flush=True)
         print(f"      {flops / len(sentences) / 1e6:.0f} MFLOP per sentence; matmul rate "
               f"{fast.matmul / 1e9:.0f} GFLOP/s; fast and reference give the same best translation for "
@@ -211,6 +224,8 @@ def main() -> None:
                 _, profile = profile_ops(work)
             print(f"      {path}, " + profile.describe(flops, fast.matmul, len(sentences), "sentences", " " * 6),
                   flush=True)
+    if disagreements:
+        sys.exit("; ".join(disagreements) + f" (more than {100 * MAX_DIFFERENT:g}% allowed)")
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,
