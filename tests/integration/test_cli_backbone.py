@@ -84,8 +84,37 @@ def test_score_nbest_stdin_to_stdout(test_data: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((test_data / "toy.nbest").read_bytes())))
     code, out, _ = run(["score-nbest", "-", "--word-penalty", "--wp-label", "WP7"], capsys)
     assert code == 0
-    lines = out.splitlines()
-    assert len(lines) == 9 and lines[0].endswith("-12.8201 WP7= -11 ||| -3.67449")
+    assert out == with_word_penalty((test_data / "toy.nbest").read_text(encoding="utf-8"), "WP7")
+    assert out.splitlines()[0].endswith("-12.8201 WP7= -11 ||| -3.67449")
+
+
+def with_word_penalty(nbest: str, label: str) -> str:
+    """``nbest`` with ``label= -(number of words)`` appended to each line's features, every other byte kept."""
+    lines = []
+    for line in nbest.splitlines(keepends=True):
+        parts = line.split("|||")
+        body = parts[2].rstrip(" ")
+        parts[2] = f"{body} {label}= {-len(parts[1].split())}{parts[2][len(body):] or ' '}"
+        lines.append("|||".join(parts))
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("name", ["sparse.nbest", "six-fields.nbest"])
+def test_score_nbest_keeps_sparse_features_and_six_fields(name: str, test_data: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Sparse features (labels with '_') and Moses' fifth and sixth fields (segmentation, word alignment) pass
+    through the command byte for byte; the new feature goes at the end of field 3."""
+    if name == "sparse.nbest":
+        nbest = test_data / name
+    else:
+        nbest = tmp_path / name
+        nbest.write_text("0 ||| das Haus  ||| LM0= -4.5 TM0= -1 -2 ||| -3.25 ||| 0-0=0-0 1-1=1-1 ||| 0-0 1-1\n"
+                         "0 ||| ein Haus ist  ||| LM0= -6 TM0= -1.5 -2 ||| -4 ||| 0-2=0-1 ||| 0-0 1-1 1-2\n"
+                         "1 ||| ja  ||| LM0= -1 TM0= 0 0 ||| -0.5 |||  ||| \n", encoding="utf-8")
+    out = tmp_path / "scored"
+    code, _, err = run(["score-nbest", nbest, "--word-penalty", "-o", out], capsys)
+    assert code == 0, err
+    assert out.read_bytes() == with_word_penalty(nbest.read_text(encoding="utf-8"), "WP1").encode()
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -151,10 +180,10 @@ def test_apply_first_maximum_wins_ties(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, _ = run(["apply", nbest, "--weight", "F=1", "--weight", "G=1", "--nbest-out", tmp_path / "n",
                         "-o", tmp_path / "1"], capsys)
     assert code == 0
-    assert (tmp_path / "1").read_text() == "a \nd \n"
-    assert [line.split("|||")[1] for line in (tmp_path / "n").read_text().splitlines()] == \
-        [" a  ", " b  ", " c  ", " d  ", " e  "]
-    assert (tmp_path / "n").read_text().splitlines()[0] == "0 ||| a  ||| F= 1 G= 2 ||| 3"
+    assert (tmp_path / "1").read_bytes() == b"a \nd \n"
+    assert (tmp_path / "n").read_bytes() == (b"0 ||| a  ||| F= 1 G= 2 ||| 3\n0 ||| b  ||| F= 2 G= 1 ||| 3\n"
+                                            b"0 ||| c  ||| F= 1 G= 2 ||| 3\n1 ||| d  ||| F= 1 G= 1 ||| 2\n"
+                                            b"1 ||| e  ||| F= 1 G= 1 ||| 2\n")
 
 
 def test_apply_sentences_without_hypotheses(test_data: Path, tmp_path: Path,

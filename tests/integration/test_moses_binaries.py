@@ -18,13 +18,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import yaml
 from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
+from rerank.formats.files import read_text
 from rerank.models.vocab import Vocabulary
+from rerank.tune.data import NBestPool
+from rerank.tune.stats import BleuStatistics, log_bleu
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MOSES = REPOSITORY.parent / "shared" / "tools" / "moses"
@@ -286,11 +290,20 @@ def test_moses_extractor_and_mert_read_every_added_feature(system: System, tmp_p
     # mert optimises all of them
     init = tmp_path / "init.opt"
     init.write_text("\n".join(" ".join([value] * len(names)) for value in ("0.1", "-1", "1")) + "\n")
-    run_tool([BIN / "mert", "-d", len(names), "--sctype", "BLEU", "--scconfig", "case:true", "--ffile",
-                    features_dat, "--scfile", scores_dat, "--ifile", init, "-n", 2, "-r", 1, "--threads", 1],
-                   cwd=tmp_path)
-    weights = (tmp_path / "weights.txt").read_text().split()
-    assert len(weights) == len(names)
+    argv = [str(a) for a in [BIN / "mert", "-d", len(names), "--sctype", "BLEU", "--scconfig", "case:true",
+                             "--ffile", features_dat, "--scfile", scores_dat, "--ifile", init, "-n", 2, "-r", 1,
+                             "--threads", 1]]
+    done = subprocess.run(argv, capture_output=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    weights = [float(w) for w in (tmp_path / "weights.txt").read_text().split()]
+    assert len(weights) == len(names) and any(w != 0 for w in weights[-len(added):])
+    # the BLEU mert reports for its weights is the BLEU rerank computes for them on the scored list
+    best = [line for line in done.stderr.decode().splitlines() if line.startswith("Best point:")][-1]
+    mert_bleu = 100 * float(best.rsplit("=>", 1)[1])
+    pool = NBestPool(BleuStatistics([read_text(system.reference)]))
+    pool.add(scored)
+    ours = 100 * math.exp(log_bleu(pool.data().corpus_stats(np.array(weights))))
+    assert ours == pytest.approx(mert_bleu, abs=0.01)
 
 
 @pytest.mark.parametrize("files", [True, False], ids=["nbest-and-source-files", "stdin-and-stdout"])

@@ -173,7 +173,10 @@ def test_a_model_giving_nan_is_an_error_not_a_nan_in_the_table(table: Path, tmp_
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-def test_stdout_output(table: Path, model_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stdout_output(table: Path, model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["-q", "score-table", table, "-o", "-", "--model", model_dir], capsys)
     assert code == 0, err
     assert len(out.splitlines()) == LINES and err == ""
+    written = tmp_path / "scored"
+    assert run(["-q", "score-table", table, "-o", written, "--model", model_dir], capsys)[0] == 0
+    assert out.encode() == written.read_bytes()  # the same bytes as the table written to a file

@@ -107,15 +107,17 @@ def test_more_shards_than_lines_and_the_moses_ini(multi30k_slice: dict[str, Path
     assert "num-features=5" in whole_ini
 
 
-@pytest.mark.parametrize("count", [3, 25])
+@pytest.mark.parametrize(("count", "threads"), [(3, 1), (25, 1), (3, 2)])
 def test_score_nbest_shards_hold_whole_sentences(multi30k_slice: dict[str, Path], translation_model: Path,
-                                                 tmp_path: Path, count: int) -> None:
+                                                 tmp_path: Path, count: int, threads: int) -> None:
+    """Merged shards are the unsharded list byte for byte, with one torch thread or two."""
     nbest = multi30k_slice["val_nbest"]  # 20 sentences
     config = tmp_path / "rescore.yaml"
     config.write_text(yaml.safe_dump({"features": [{"kind": "nmt", "name": "RNNsearch1",
                                                     "model": str(translation_model)}]}), encoding="utf-8")
     command: list[object] = ["score-nbest", nbest, "--source", multi30k_slice["val_source"], "--config", config,
-                             "--lm", multi30k_slice["lm"], "--word-penalty", "--batch-sentences", 2, "--threads", 1]
+                             "--lm", multi30k_slice["lm"], "--word-penalty", "--batch-sentences", 2, "--threads",
+                             threads]
     assert run(*command, "-o", tmp_path / "whole.gz") == 0
     parts = sharded(tmp_path, count, command, "part.#.gz")
     ids = [{int(line.split(b" ||| ")[0]) for line in gzip.decompress(part.read_bytes()).splitlines()}

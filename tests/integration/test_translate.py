@@ -57,17 +57,27 @@ def test_stdin_to_stdout_in_a_pipeline(model_dir: Path) -> None:
     source = (TOY / "toy.en").read_bytes()
     done = subprocess.run([sys.executable, "-m", "rerank", "translate", "--model", str(model_dir), "--beam", "3",
                            "--threads", "1"], input=source, capture_output=True, cwd=REPO, check=True)
-    lines = done.stdout.decode().splitlines()
-    assert len(lines) == 3
     assert "translated 3/3 sentences" in done.stderr.decode()  # progress goes to stderr
+    # the same bytes as the same translation written to a file
+    written = subprocess.run([sys.executable, "-m", "rerank", "-q", "translate", "--model", str(model_dir), "--beam",
+                              "3", "--threads", "1", "-i", str(TOY / "toy.en"), "-o", "-"],
+                             capture_output=True, cwd=REPO, check=True).stdout
+    assert done.stdout == written and done.stdout.count(b"\n") == 3 and done.stdout.endswith(b"\n")
 
 
-def test_stdin_in_process(model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+def test_stdin_in_process(model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                          tmp_path: Path) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a man\n\na dog .\n")))
     assert main(["-q", "translate", "--model", str(model_dir), "--beam", "2"]) == 0
-    lines = capsys.readouterr().out.split("\n")
+    out = capsys.readouterr().out
+    lines = out.split("\n")
     assert len(lines) == 4 and lines[-1] == ""
     assert lines[1] == ""  # an empty sentence has the empty translation
+    source = tmp_path / "source"
+    source.write_bytes(b"a man\n\na dog .\n")
+    assert main(["-q", "translate", "--model", str(model_dir), "--beam", "2", "-i", str(source), "-o",
+                 str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out").read_text(encoding="utf-8") == out
 
 
 def test_nbest_list_reads_back_and_goes_through_score_nbest_and_tune(model_dir: Path, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -65,6 +66,24 @@ def test_nbest_file_source_file_and_weights_file(tmp_path, tuning_set, capsys):
     work = tmp_path / "work"
     assert (work / "run1.best20.out.gz").exists() and (work / "run1.out").exists()
     assert "iteration" in capsys.readouterr().out
+    # run 1 decodes with the starting weights, run 2 with those tuned on run 1's list; each n-best list is
+    # what the decoder writes for its weights file, run again by hand
+    def flat(path: Path) -> list[float]:
+        """The weights of a weights file, or of an iteration's record (under ``weights``), in order."""
+        data = yaml.safe_load(path.read_text())
+        return [v for value in data.get("weights", data).values()
+                for v in (value if isinstance(value, list) else [value])]
+
+    assert flat(work / "run1.weights.yaml") == pytest.approx(flat(FIXTURES / "init.yaml"))
+    assert flat(work / "run2.weights.yaml") == pytest.approx(flat(work / "run1.tuned.yaml"), abs=1e-9)
+    assert flat(work / "run2.weights.yaml") != pytest.approx(flat(work / "run1.weights.yaml"))
+    for run in (1, 2):
+        again = tmp_path / f"again{run}.nbest"
+        subprocess.run([sys.executable, str(FIXTURES / "toy_decoder.py"), "--space", str(tuning_set["space"]),
+                        "--weights", str(work / f"run{run}.weights.yaml"), "--nbest", str(again),
+                        "--input", str(tuning_set["source"])], check=True)
+        assert gzip.decompress((work / f"run{run}.best20.out.gz").read_bytes()) == again.read_bytes()
+    assert flat(tmp_path / "tuned.yaml") == pytest.approx(flat(work / "run2.tuned.yaml"), abs=1e-9)
 
 
 def test_a_failing_decoder_is_a_clear_error(tmp_path, tuning_set, capsys):

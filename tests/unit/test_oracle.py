@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sacrebleu
 
 from rerank.cli import main
 from rerank.tune.data import NBestPool
@@ -63,5 +64,15 @@ def test_the_command_prints_first_and_oracle_and_writes_the_oracle(tmp_path: Pat
     row = [line for line in capsys.readouterr().out.splitlines() if line.startswith(str(nbest))][0].split()
     hyps_per_sentence, first, oracle = map(float, row[1:])
     assert hyps_per_sentence == pytest.approx(10 / 3, abs=0.05) and first < oracle
-    assert len((tmp_path / "oracle").read_text().splitlines()) == 3
+    # the printed figures and the written choice against sacrebleu, every combination tried
+    def bleu(lines: list[str]) -> float:
+        return sacrebleu.corpus_bleu(lines, [REFERENCES], tokenize="none").score
+
+    assert first == pytest.approx(bleu([sentence[0] for sentence in HYPOTHESES]), abs=0.01)
+    written = (tmp_path / "oracle").read_text()
+    chosen = written.split("\n")
+    assert written.endswith("\n") and len(chosen) == 4 and chosen[-1] == ""
+    assert all(line in sentence for line, sentence in zip(chosen, HYPOTHESES, strict=False))
+    best = max(bleu(list(lines)) for lines in itertools.product(*HYPOTHESES))
+    assert bleu(chosen[:3]) == pytest.approx(best) and oracle == pytest.approx(best, abs=0.01)
     assert main(["oracle", str(nbest), "-r", str(tmp_path / "missing")]) == 2
