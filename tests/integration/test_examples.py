@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import kenlm
 import pytest
+import sacrebleu
 
 from rerank.formats.files import read_lines
 from rerank.formats.nbest import read_nbest
@@ -75,3 +77,19 @@ def test_run_lm_rerank_script(tmp_path: Path) -> None:
     produced = {p.name for p in (tmp_path / "out").iterdir()}
     assert {"test.scored.100best.gz", "val.scored.100best.gz", "test.rerank.1best", "test.reranked.100best.gz",
             "test.bleu-by-length.png", "test.scores.json"} <= produced
+    # the outputs' content: the 1-best is the re-sorted list's first hypotheses, and the BLEU and chrF the
+    # report gives are sacrebleu's on the files
+    out = tmp_path / "out"
+    reranked = [entry for entry in read_nbest(out / "test.reranked.100best.gz")]
+    firsts = {}
+    for entry in reranked:
+        firsts.setdefault(entry.sentence_id, entry.hypothesis)
+    onebest = (out / "test.rerank.1best").read_text(encoding="utf-8")
+    assert onebest == "".join(firsts[s] + "\n" for s in range(len(firsts)))
+    references = (SAMPLE / "test.fr").read_text(encoding="utf-8").splitlines()
+    report = json.loads((out / "test.scores.json").read_text(encoding="utf-8"))
+    for system, path in (("moses", SAMPLE / "test.1best"), ("rerank", out / "test.rerank.1best")):
+        scores = next(s for s in report["systems"] if s["name"] == system)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert scores["bleu"] == pytest.approx(sacrebleu.corpus_bleu(lines, [references], tokenize="none").score)
+        assert scores["chrf"] == pytest.approx(sacrebleu.corpus_chrf(lines, [references]).score)
