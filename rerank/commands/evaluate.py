@@ -34,9 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", metavar="SRC", help="source text, for BLEU by source length")
     parser.add_argument("--buckets", type=bucket_scheme, default="10", metavar="N|quintiles",
                         help="length buckets: a width in words (default 10), or quartiles, quintiles, deciles")
-    parser.add_argument("--tokenize", default="13a", metavar="TOK",
-                        help="sacrebleu's BLEU tokenizer: 13a (default), none for text that is already "
-                             "tokenized, intl, char, ...")
+    parser.add_argument("--tokenize", metavar="TOK",
+                        help="sacreBLEU's BLEU tokenizer: none for text that is already tokenized (as Moses' "
+                             "output usually is, and as `rerank tune` counts), 13a (the default, for detokenized "
+                             "text; unless given, a warning where the text looks tokenized), intl, char, ...")
     parser.add_argument("--lowercase", action="store_true", help="case-insensitive BLEU and chrF")
     parser.add_argument("--plot", metavar="FILE.png", help="plot BLEU by source length (needs --source)")
     parser.add_argument("--json", metavar="FILE", help="also write the scores as JSON (- for stdout, instead "

@@ -2,8 +2,9 @@
 
 Each hypothesis gets "Label= v ..." at the end of field 3 ("LM1= -41.3 WP1= -11 UNK1= 0"); every
 other byte of the line stays as it was, so Moses' tools read the result as they read the input.
-The features come from a YAML config (--config configs/rescore.yaml) and from the flags below,
-which add to the config's list. With --source, n-best ids must be below its number of lines.
+The features come from a YAML config (--config configs/rescore-neural.yaml) and from the flags
+below, which add to the config's list (--model DIR: a neural model's ln p(hypothesis | source)).
+With --source, n-best ids must be below its number of lines.
 
 With --shard I/N only part I of N of the n-best list is scored, into -o and its manifest
 -o.shard.yaml; `rerank merge-shards` joins the N parts into the list an unsharded run writes, byte
@@ -40,6 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
     add_shard_argument(parser, "sentences")
+    nmt = parser.add_argument_group("neural translation models")
+    nmt.add_argument("--model", action="append", default=[], metavar="DIR",
+                     help="a model directory written by `rerank train` (examples/models/rnnsearch); adds its "
+                          "ln p(hypothesis | source) as RNN0 (encoder-decoder) or RNNsearch0; repeat for several "
+                          "models (needs --source)")
+    nmt.add_argument("--device", action=StoreOnce, metavar="DEV",
+                     help="where --model's models run: cpu (default), cuda, cuda:1, ...")
     lm = parser.add_argument_group("language model (KenLM)")
     lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
     lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")
@@ -62,16 +70,17 @@ def flag_features(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Feature specs from the command-line flags; unset options keep the defaults of each feature's Config."""
     from rerank.errors import RerankError
 
-    specs: list[dict[str, Any]] = []
-    orphans = {"--lm-label": args.lm_label is not None and args.lm is None,
+    specs: list[dict[str, Any]] = [_spec("nmt", model=model, device=args.device) for model in args.model]
+    orphans = {"--device": args.device is not None and not args.model,
+               "--lm-label": args.lm_label is not None and args.lm is None,
                "--lm-oov": args.lm_oov and args.lm is None,
                "--wp-label": args.wp_label is not None and not args.word_penalty,
                "--unk-label": args.unk_label is not None and args.unk_vocab is None and args.unk_corpus is None,
                "--shortlist": args.shortlist is not None and args.unk_corpus is None}
     for flag, orphan in orphans.items():
         if orphan:
-            raise RerankError(f"{flag} needs the feature it configures (--lm, --word-penalty, --unk-vocab or "
-                              "--unk-corpus; --shortlist goes with --unk-corpus)")
+            raise RerankError(f"{flag} needs the feature it configures (--model, --lm, --word-penalty, --unk-vocab "
+                              "or --unk-corpus; --shortlist goes with --unk-corpus)")
     if args.lm is not None:
         specs.append(_spec("kenlm", path=args.lm, name=args.lm_label, oov=args.lm_oov or None))
     if args.word_penalty:
@@ -99,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(RescoreConfig, args.config) if args.config else RescoreConfig()
     flags = flag_features(args)
     if not config.features and not flags:
-        raise RerankError("no features to add: give --config or at least one of --lm, --word-penalty, "
+        raise RerankError("no features to add: give --config or at least one of --model, --lm, --word-penalty, "
                           "--unk-vocab, --unk-corpus")
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
     specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
@@ -125,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
                         batch_sentences=batch_sentences)
     if reader is not None:
-        settings = {key: getattr(args, key) for key in ("config", "source", "lm", "lm_label", "lm_oov", "word_penalty",
+        settings = {key: getattr(args, key) for key in ("config", "source", "model", "device", "lm", "lm_label",
+                                                        "lm_oov", "word_penalty",
                                                         "wp_label", "unk_vocab", "unk_corpus", "shortlist",
                                                         "unk_label")}
         settings["batch_sentences"] = batch_sentences

@@ -21,7 +21,7 @@ With --jobs N the decoder runs on N parts of the source at once, locally or, wit
 jobs ("qsub -sync y -b y -cwd {command}", "srun {command}"), and the parts' n-best lists are joined
 with the whole source's sentence ids (see rerank.tune.parallel), as moses-parallel.pl does.
 
-The weights are written as YAML and, with --moses-ini, into a copy of that moses.ini. Settings come
+The weights are written as YAML and, with --moses-ini (or --output-ini), into a copy of that moses.ini. Settings come
 from --config (see configs/tune.yaml); the flags below override single ones.
 """
 
@@ -57,11 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="starting weights: YAML weights file or moses.ini (default: --moses-ini if given, "
                              "else 0 for every feature, which keeps each sentence's first hypothesis)")
     parser.add_argument("--moses-ini", metavar="INI",
-                        help="moses.ini to copy with the tuned [weight] section, ready to decode with (default: "
-                             "--init when it is a moses.ini)")
+                        help="moses.ini to copy with the tuned [weight] section, ready to decode with, to "
+                             "--output-ini (also the starting weights unless --init is given)")
     parser.add_argument("-o", "--output", required=True, metavar="YAML", help="tuned weights (YAML)")
     parser.add_argument("--output-ini", metavar="INI",
-                        help="the updated copy of the moses.ini (default: OUTPUT with the suffix .moses.ini)")
+                        help="where the copy of --moses-ini (or of --init when it is a moses.ini) with the tuned "
+                             "weights goes (default with --moses-ini: OUTPUT with the suffix .moses.ini)")
     parser.add_argument("--work-dir", metavar="DIR",
                         help="where --decoder runs keep their n-best lists and logs (default: OUTPUT with the "
                              "suffix .work, beside the weights); a stopped run resumes from it")
@@ -143,7 +144,11 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--jobs and --submit are for --decoder: they run the decoder in parts")
     if args.decoder and args.features:
         raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
-    ini = args.moses_ini or (args.init if args.init and is_moses_ini(args.init) else None)
+    # A moses.ini with the tuned weights only when asked for: --moses-ini, or --output-ini beside an --init moses.ini.
+    ini = args.moses_ini or (args.init if args.output_ini and args.init and is_moses_ini(args.init) else None)
+    if args.output_ini and not ini:
+        raise RerankError("--output-ini copies a moses.ini with the tuned weights: give --moses-ini (or --init "
+                          "with a moses.ini)")
     output_ini = (args.output_ini or _with_suffix(args.output, ".moses.ini")) if ini else None
     work_dir = args.work_dir or _with_suffix(args.output, ".work")
     inputs = [*(args.nbest or []), args.source, *args.ref, args.init, args.moses_ini, args.config]

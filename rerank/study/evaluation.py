@@ -8,7 +8,9 @@ same number of sentences), and corpus BLEU is computed within each bucket.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -17,6 +19,8 @@ import numpy as np
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_text
+
+logger = logging.getLogger(__name__)
 
 QUANTILES = {"quartiles": 4, "quintiles": 5, "deciles": 10}
 
@@ -108,12 +112,27 @@ def read_aligned(path: str | os.PathLike[str], anchor: str, expected: int) -> li
     return lines
 
 
+# The end of a tokenized line: a final punctuation mark split off from its word ("... chapeau orange .").
+_TOKENIZED_END = re.compile(r"\S \W$")
+
+
+def looks_tokenized(lines: Sequence[str]) -> bool:
+    """Whether most lines end in a punctuation mark set off by a space, as tokenized text does (sacreBLEU's
+    test, as a share of the lines rather than 100 of them, so that short files are judged too)."""
+    ends = sum(1 for line in lines if _TOKENIZED_END.search(line.rstrip()))
+    return bool(lines) and ends >= max(1, len(lines) // 2)
+
+
 def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, source: str | None = None,
-             buckets: str = "10", tokenize: str = "13a", lowercase: bool = False) -> Evaluation:
-    """Score every ``(name, path)`` system against the references, and by source length with a ``source``."""
+             buckets: str = "10", tokenize: str | None = None, lowercase: bool = False) -> Evaluation:
+    """Score every ``(name, path)`` system against the references, and by source length with a ``source``.
+
+    ``tokenize`` is sacreBLEU's tokenizer; unset, it is ``13a`` (sacreBLEU's default, for detokenized text),
+    with a warning where the first system's text looks tokenized already, as sacreBLEU warns."""
     from sacrebleu.metrics.bleu import BLEU
     from sacrebleu.metrics.chrf import CHRF
 
+    chosen, tokenize = tokenize is not None, tokenize or "13a"
     if tokenize not in BLEU.TOKENIZERS:
         raise RerankError(f"--tokenize {tokenize!r}: expected one of {', '.join(BLEU.TOKENIZERS)}")
     if not systems or not references:
@@ -123,6 +142,11 @@ def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, s
     if not hypotheses[0]:
         raise FormatError(anchor, 1, "at least one line of translation", got="an empty file")
     count = len(hypotheses[0])
+    if not chosen and looks_tokenized(hypotheses[0]):
+        logger.warning("%s looks tokenized (most lines end in a separated punctuation mark), and BLEU's default "
+                       "tokenizer 13a, for detokenized text, splits its tokens again, which inflates BLEU: give "
+                       "--tokenize none to count its tokens as they are (as `rerank tune` does), or --tokenize 13a "
+                       "to keep the default without this warning", anchor)
     hypotheses += [read_aligned(path, anchor, count) for _, path in systems[1:]]
     refs = [read_aligned(path, anchor, count) for path in references]
     groups = length_buckets([len(line.split()) for line in read_aligned(source, anchor, count)], buckets) \
