@@ -64,7 +64,28 @@ def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.Path
     directory = os.path.dirname(os.path.abspath(output_ini))
     if not os.path.isdir(directory):
         raise RerankError(f"{output_ini}: cannot write: directory {directory!r} does not exist")
-    return ini.with_added_score(table_name, weight).with_table_path(table_name, os.path.abspath(scored_table))
+    return absolute_paths(ini.with_added_score(table_name, weight), output_ini).with_table_path(
+        table_name, os.path.abspath(scored_table))
+
+
+def absolute_paths(ini: MosesIni, output_ini: str | os.PathLike[str]) -> MosesIni:
+    """``ini`` with every feature's relative ``path=`` made absolute (Moses reads them from the directory it
+    runs in, this one), so that the written moses.ini means the same wherever it is used; a path that names
+    no file (a placeholder such as ``LM_DIR/...``) is kept, with a warning."""
+    import glob
+
+    if ini.is_old_format:
+        return ini
+    for feature in ini.features():
+        path = feature.args.get("path")
+        if path is None:
+            continue
+        if not (os.path.exists(path) or glob.glob(glob.escape(path) + ".*")):  # Moses adds .gz, .minphr, ...
+            logger.warning("%s: %s's path %s names no file (from %s): set it before Moses reads this moses.ini",
+                           output_ini, feature.name, path, ini.path)
+        elif not os.path.isabs(path):
+            ini = ini.with_table_path(feature.name, os.path.abspath(path))
+    return ini
 
 
 class ScoreAppender:
