@@ -6,6 +6,7 @@ dataclass (see :mod:`rerank.features`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -28,6 +29,16 @@ FEATURES: dict[str, type[Any]] = {
     "cslm": ContinuousSpaceLM,
     "mbr": ConsensusScore,
 }
+
+
+# The keys of the kinds' configs that name files or model directories (relative to the working directory).
+FILE_KEYS = ("path", "vocab", "corpus", "model", "lm")
+
+
+def _paths(value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, (tuple, list)) else ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,10 @@ def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:
         raise ConfigError(f"{source}: unknown feature kind {kind!r}; known kinds: {', '.join(FEATURES)}")
     cls = FEATURES[kind]
     config = from_dict(cls.Config, {k: v for k, v in spec.items() if k != "kind"}, source, prefix=kind)
+    for key in FILE_KEYS:  # a file the feature reads is checked here, where the config and the key are known
+        for path in _paths(getattr(config, key, None)):
+            if not os.path.exists(path):
+                raise ConfigError(f"{source}: {kind}.{key}: {path}: no such file or directory")
     try:
         if config.name is not None:  # None: the feature chooses its label (nmt: from the model's architecture)
             check_label(config.name)

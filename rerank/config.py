@@ -10,6 +10,8 @@ the key), so a bad value is ``file: training.learning_rate: expected a number ab
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import io
 import math
 import os
 import types
@@ -22,6 +24,9 @@ import yaml
 from rerank.errors import ConfigError, FormatError
 
 T = TypeVar("T")
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_CONFIG_BYTES = 64 << 20  # a config or weights file, once decompressed
 
 
 class InvalidValue(ValueError):
@@ -83,8 +88,15 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+        if data[:2] == GZIP_MAGIC:  # gzip is recognised by its magic bytes, as every text input is
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(MAX_CONFIG_BYTES + 1)
+            if len(data) > MAX_CONFIG_BYTES:
+                raise ConfigError(f"{path}: expected a config of at most {MAX_CONFIG_BYTES:,} bytes uncompressed")
+    except OSError as e:  # gzip.BadGzipFile and EOFError: a damaged or cut gzip file
+        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    except EOFError:
+        raise ConfigError(f"{path}: cannot read: the gzip stream ends early") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

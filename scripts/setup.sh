@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Create .venv and install rerank with everything it needs (torch, kenlm, sacrebleu, ...).
-# Safe to run again: it only installs what is missing.
+# Safe to run again: when pyproject.toml, the extras and the torch build are those of the last
+# install (.venv/.rerank-installed holds their hash), it does nothing and prints nothing.
 #
 # usage: bash scripts/setup.sh [EXTRAS]   (default "test": pytest, ruff, mypy; scripts/test.sh adds
-#        "ray", Ray Data for score-table --ray, about 500 MB, which the tests run on a local cluster)
+#        "docs", MkDocs for the site, and "ray", Ray Data for score-table --ray, about 500 MB, which
+#        the tests run on a local cluster)
 #
 # torch: on a machine without an NVIDIA GPU, torch's CPU-only build (about 200 MB), from PyTorch's CPU
 # wheel index or from a pip index already configured to serve it; with a GPU (nvidia-smi works), the
@@ -24,12 +26,20 @@ if ! command -v g++ >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; the
   fi
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-
 torch_build=${RERANK_TORCH:-}
 if [ -z "$torch_build" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then torch_build=cuda; else torch_build=cpu; fi
+fi
+extras=${1:-test}
+stamp=.venv/.rerank-installed
+wanted="$( { cat pyproject.toml; echo "extras=$extras torch=$torch_build"; } | python3 -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
+if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+  exit 0  # installed from this pyproject.toml with these extras: nothing to do
+fi
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
 fi
 case "$torch_build" in
   cpu)
@@ -44,4 +54,5 @@ case "$torch_build" in
     echo "setup: RERANK_TORCH must be cpu or cuda, not '$torch_build'" >&2
     exit 2 ;;
 esac
-.venv/bin/python -m pip install -q -e ".[${1:-test}]"
+.venv/bin/python -m pip install -q -e ".[${extras}]"
+echo "$wanted" > "$stamp"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install everything (see setup.sh), then check and test: ruff (lint and import order), mypy --strict on
-# the rerank package, and the test suite.
+# the rerank package, the documentation site (mkdocs build --strict, into the ignored site/), and the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,ray
+bash scripts/setup.sh test,docs,ray
 .venv/bin/ruff check .
 .venv/bin/mypy
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 .venv/bin/python -m pytest -q "$@"

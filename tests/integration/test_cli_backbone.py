@@ -431,7 +431,7 @@ def test_bad_language_model(test_data: Path, regression_slice: Path, tmp_path: P
         lm.write_text("# a language model\n")
     elif case == "truncated":
         lm.write_bytes(cut_in_unigrams((regression_slice / "models/lexicalized-reordering/europarl.lm").read_bytes()))
-    expected = {"missing": rf"{lm}: language model not found \(feature LM1\)",
+    expected = {"missing": rf"the command line: kenlm.path: {lm}: no such file or directory",
                 "not an lm": rf"{lm}:1: expected an ARPA or KenLM binary language model \(feature LM1\)",
                 "truncated": rf"{lm}:\d+: expected an ARPA or KenLM binary language model .*in the 1-gram"}[case]
     out = tmp_path / "out"

@@ -78,9 +78,11 @@ def test_kenlm_reads_gzipped_arpa(europarl_lm: Path, tmp_path: Path) -> None:
     np.testing.assert_array_equal(build_feature({"kind": "kenlm", "path": str(packed)}).score(pairs(SENTENCES)), plain)
 
 
-def test_missing_lm(tmp_path: Path) -> None:
-    with pytest.raises(RerankError, match=r"none.arpa: language model not found \(feature LM1\)"):
-        build_feature({"kind": "kenlm", "path": str(tmp_path / "none.arpa")})
+def test_missing_files_are_named_with_the_config_and_its_key(tmp_path: Path) -> None:
+    with pytest.raises(RerankError, match=r"^rescore.yaml: kenlm.path: .*none.arpa: no such file or directory$"):
+        build_feature({"kind": "kenlm", "path": str(tmp_path / "none.arpa")}, source="rescore.yaml")
+    with pytest.raises(RerankError, match=r"^rescore.yaml: nmt.model: .*gone: no such file or directory$"):
+        build_feature({"kind": "nmt", "model": [str(tmp_path), str(tmp_path / "gone")]}, source="rescore.yaml")
 
 
 def test_not_an_arpa(tmp_path: Path) -> None:

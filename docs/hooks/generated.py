@@ -1,0 +1,245 @@
+"""MkDocs hook: the pages written from the code at build time, so that they cannot drift from it.
+
+* ``reference/commands.md``: every ``rerank`` command and option, from the argparse parsers of
+  :mod:`rerank.cli`;
+* ``reference/configs.md``: every key of every config file, from the config dataclasses (the
+  comment beside a field in its source is its description);
+* ``design.md``'s code map: every package and module with the first line of its docstring, and the
+  packages each one imports (read from the import statements);
+* ``changelog.md``: the repository's ``CHANGELOG.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import importlib
+import inspect
+import re
+import typing
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "rerank"
+
+# (heading, what reads it, the dataclass as "module:Class")
+CONFIGS = [
+    ("Training config", "`rerank train --config`", "rerank.training.config:TrainConfig"),
+    ("CSLM training config", "`rerank train --config` with `model.architecture: cslm`",
+     "rerank.training.cslm:CSLMTrainConfig"),
+    ("Rescoring config", "`rerank score-nbest --config`; each feature is one of the kinds below",
+     "rerank.rescore.append:RescoreConfig"),
+    ("Tuning config", "`rerank tune --config`", "rerank.tune.config:TuneConfig"),
+    ("Experiment config", "`rerank experiment CONFIG`", "rerank.study.experiment:ExperimentConfig"),
+]
+
+
+def on_files(files: Files, config: Any) -> Files:
+    pages = {"reference/commands.md": commands_page(), "reference/configs.md": configs_page(),
+             "changelog.md": (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")}
+    for path, content in pages.items():
+        files.append(File.generated(config, path, content=content))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    return markdown.replace("<!-- code map -->", code_map())
+
+
+# ---- commands
+
+
+def commands_page() -> str:
+    from rerank.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    lines = ["# Commands", "",
+             "Written from the commands' argument parsers when this site is built; `rerank COMMAND --help` "
+             "prints the same.", "", "| command | what it does |", "|---|---|"]
+    summaries = {choice.dest: choice.help for choice in subparsers._choices_actions}
+    lines += [f"| [`{name}`](#{name}) | {_cell(summaries.get(name) or '')} |" for name in subparsers.choices]
+    lines += ["", "Options of every command: `-q`/`--quiet` before the command (only warnings and errors on stderr), "
+              "`--version`.", ""]
+    for name, sub in subparsers.choices.items():
+        lines += [f"## {name}", "", f"```\n{sub.format_usage().strip()}\n```", "",
+                  _docstring_markdown(sub.description or ""), ""]
+        formatter = sub._get_formatter()
+        for group in sub._action_groups:
+            actions = [a for a in group._group_actions if a.help is not argparse.SUPPRESS
+                       and not isinstance(a, argparse._HelpAction)]
+            if not actions:
+                continue
+            title = {"positional arguments": "Arguments", "options": "Options"}.get(group.title or "", group.title)
+            lines += [f"**{title}**", "", "| argument | description | default |", "|---|---|---|"]
+            for action in actions:
+                lines.append(f"| {_cell(_invocation(action))} | {_cell(formatter._expand_help(action))} "
+                             f"| {_cell(_default(action))} |")
+            lines.append("")
+        if sub.epilog:
+            lines += ["```", sub.epilog.rstrip(), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def _invocation(action: argparse.Action) -> str:
+    if not action.option_strings:
+        return f"`{action.metavar or action.dest}`"
+    metavar = ""
+    if action.nargs != 0:
+        metavar = " " + (action.metavar if isinstance(action.metavar, str) else
+                         "{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper())
+    return ", ".join(f"`{option}{metavar}`" for option in action.option_strings)
+
+
+def _default(action: argparse.Action) -> str:
+    if action.required:
+        return "required"
+    if action.default in (None, False, [], argparse.SUPPRESS) or action.nargs == 0:
+        return ""
+    return f"`{action.default}`"
+
+
+def _docstring_markdown(text: str) -> str:
+    """A module docstring as markdown: its indented examples as code blocks."""
+    out, block = [], []
+    for line in inspect.cleandoc(text).splitlines() + [""]:
+        if line.startswith("  ") and line.strip():
+            block.append(line[2:])
+            continue
+        if block:
+            out += ["```", *block, "```"]
+            block = []
+        out.append(line)
+    return "\n".join(out).strip()
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+# ---- configs
+
+
+def configs_page() -> str:
+    from rerank.features.registry import FEATURES
+
+    lines = ["# Config files", "",
+             "Every key of every config file, written from the config dataclasses when this site is built. "
+             "Nested keys are dotted (`training.learning_rate` is `learning_rate:` under `training:`); a key "
+             "left out takes its default; an unknown key, a value of the wrong type or out of range is an "
+             "error naming the file and the key.", ""]
+    for heading, reader, target in CONFIGS:
+        lines += [f"## {heading}", "", f"Read by {reader}.", "", *_key_table(_load(target))]
+    lines += ["## Feature kinds", "",
+              "An entry of a rescoring config's `features` (and of an experiment's extra features): `kind` and "
+              "that kind's keys.", ""]
+    for kind, cls in FEATURES.items():
+        doc = inspect.getdoc(cls) or ""
+        lines += [f"### kind: {kind}", "", doc.split("\n\n")[0], "", *_key_table(cls.Config)]
+    return "\n".join(lines) + "\n"
+
+
+def _load(target: str) -> type[Any]:
+    module, _, name = target.partition(":")
+    return typing.cast(type[Any], getattr(importlib.import_module(module), name))
+
+
+def _key_table(cls: type[Any]) -> list[str]:
+    rows = ["| key | type | default | description |", "|---|---|---|---|"]
+    rows += [f"| `{key}` | {_cell(kind)} | {_cell(default)} | {_cell(note)} |" for key, kind, default, note
+             in _keys(cls)]
+    return [*rows, ""]
+
+
+def _keys(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str, str]]:
+    hints = typing.get_type_hints(cls)
+    notes = _field_comments(cls)
+    keys = []
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        path = f"{prefix}.{field.name}" if prefix else field.name
+        hint = hints[field.name]
+        nested = [a for a in (typing.get_args(hint) or (hint,)) if dataclasses.is_dataclass(a)]
+        if nested:
+            keys += _keys(typing.cast(type[Any], nested[0]), path)
+            continue
+        if field.default is not dataclasses.MISSING:
+            default = "none" if field.default is None else f"`{field.default!r}`"
+        elif field.default_factory is not dataclasses.MISSING:
+            default = f"`{field.default_factory()!r}`"
+        else:
+            default = "required"
+        keys.append((path, _type_name(hint), default, notes.get(field.name, "")))
+    return keys
+
+
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return " | ".join(f"`{a}`" for a in typing.get_args(hint))
+    text = getattr(hint, "__name__", None) if not typing.get_args(hint) else None
+    return text or str(hint).replace("typing.", "").replace("NoneType", "None")
+
+
+def _field_comments(cls: type[Any]) -> dict[str, str]:
+    """The comment beside each field in the class's source (``name: type = default  # what it is``)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    notes = {}
+    for line in source.splitlines():
+        match = re.match(r"\s+(\w+)\s*:[^#]*#\s*(.+)$", line)
+        if match:
+            notes.setdefault(match.group(1), match.group(2).strip())
+    return notes
+
+
+# ---- the code map
+
+
+def code_map() -> str:
+    """Every package of rerank with its modules and what it imports, as a table per package."""
+    lines = []
+    packages = sorted(p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    base = sorted(p for p in PACKAGE.glob("*.py"))
+    lines += ["| package | imports from rerank | modules |", "|---|---|---|"]
+    lines.append(f"| `rerank` (top level) | {_cell(', '.join(sorted(_imports(base, 'base'))) or '—')} | "
+                 f"{'<br>'.join(_module_line(p) for p in base)} |")
+    for package in packages:
+        modules = sorted(package.rglob("*.py"))
+        summary = _summary(package / "__init__.py")
+        lines.append(f"| `rerank.{package.name}`<br>{_cell(summary)} | "
+                     f"{_cell(', '.join(sorted(_imports(modules, package.name))) or '—')} | "
+                     f"{'<br>'.join(_module_line(p) for p in modules if p.name != '__init__.py')} |")
+    return "\n".join(lines)
+
+
+def _module_line(path: Path) -> str:
+    return f"`{path.stem}`: {_cell(_summary(path))}"
+
+
+def _summary(path: Path) -> str:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def _imports(modules: list[Path], own: str) -> set[str]:
+    """The rerank packages (``base`` for the top-level modules) that these modules import, lazily or not."""
+    found = set()
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            for name in names:
+                parts = name.split(".")
+                if parts[0] != "rerank" or len(parts) < 2:
+                    continue
+                room = parts[1] if (PACKAGE / parts[1]).is_dir() else "base"
+                if room != own:
+                    found.add(room)
+    return found
