@@ -153,6 +153,28 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
         raise ConfigError(f"{source}: {where}: {e}") from None
 
 
+def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the command line") -> T:
+    """``config`` with the values of ``overrides`` (dotted keys, ``"mert.restarts"``) put in place, the one way a
+    command's flags override its config file; a ``None`` value (a flag not given) leaves the key as it is.
+    Ranges are checked again, and a value out of range names ``source`` and the key."""
+    result: Any = config
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        head, *rest = key.split(".")
+        if not hasattr(result, head):
+            raise TypeError(f"{type(result).__name__} has no key {head!r}")
+        try:
+            if rest:
+                value = with_overrides(getattr(result, head), {".".join(rest): value}, source)
+            result = dataclasses.replace(result, **{head: value})
+        except InvalidValue as e:
+            raise ConfigError(f"{source}: {key}: expected {e.expected}, got {e.value!r}") from None
+        except ValueError as e:  # other __post_init__ checks, whose message may name the key already
+            raise ConfigError(f"{source}: {e}" if key in str(e) else f"{source}: {key}: {e}") from None
+    return cast(T, result)
+
+
 def to_dict(obj: Any) -> Any:
     """A dataclass as plain YAML-friendly data (tuples become lists)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

@@ -19,13 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
+    from rerank.config import with_overrides
     from rerank.study.experiment import Experiment, load_experiment
 
-    config = load_experiment(args.config)
-    if args.output_dir:
-        config = dataclasses.replace(config, output_dir=args.output_dir)
+    config = with_overrides(load_experiment(args.config), {"output_dir": args.output_dir})
     path = Experiment(config, force=args.force).run()
     print(path.read_text(encoding="utf-8"))
     out = path.parent

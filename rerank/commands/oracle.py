@@ -14,7 +14,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
-OUTPUTS = ("output",)
+OUTPUTS = ("output", "json")
 INPUTS = ("nbest", "references")
 
 
@@ -26,30 +26,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sacrebleu's BLEU tokenizer (default none: the text is tokenized)")
     parser.add_argument("-o", "--output", metavar="FILE", help="the oracle's hypothesis of every sentence of the "
                                                                   "last list")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON: for each list (by its name "
+                                                       "as given), first, oracle and hypotheses_per_sentence")
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.errors import FormatError, RerankError
-    from rerank.formats.files import atomic_output, display_name, read_lines
-    from rerank.tune.oracle import list_oracle
-    from rerank.tune.stats import BleuStatistics
+    from rerank.formats.files import atomic_output, display_name
+    from rerank.study.evaluation import list_oracles, write_oracle_json
 
-    references = [[line for _, line in read_lines(path)] for path in args.references]
-    for path, lines in zip(args.references, references, strict=True):
-        if len(lines) != len(references[0]):
-            raise FormatError(display_name(path), None, f"{len(references[0])} lines, as "
-                              f"{display_name(args.references[0])} has", got=f"{len(lines)} lines")
-    try:
-        bleu = BleuStatistics(references, tokenize=args.tokenize)
-    except ValueError as e:
-        raise RerankError(f"--tokenize: {e}") from None
+    results, signature = list_oracles(args.nbest, args.references, args.tokenize)
     print(f"{'n-best list':40s} {'hyps/sent':>9s} {'first':>7s} {'oracle':>7s}")
-    for path in args.nbest:
-        result = list_oracle(path, bleu, reference_name=display_name(args.references[0]))
+    for path, result in results.items():
         print(f"{display_name(path):40s} {result.hypotheses_per_sentence:9.1f} {result.first:7.2f} "
               f"{result.oracle:7.2f}")
     if args.output:
         with atomic_output(args.output) as out:
-            out.writelines(text + "\n" for text in result.choice)
-    print(f"BLEU {bleu.signature()}; first: each sentence's first hypothesis; hyps/sent: distinct (words, features)")
+            out.writelines(text + "\n" for text in results[args.nbest[-1]].choice)
+    if args.json:
+        write_oracle_json(results, args.json)
+    print(f"BLEU {signature}; first: each sentence's first hypothesis; hyps/sent: distinct (words, features)")
     return 0

@@ -96,7 +96,7 @@ def _spec(kind: str, **options: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.config import load_config
+    from rerank.config import load_config, with_overrides
     from rerank.errors import RerankError
     from rerank.features.registry import read_specs
     from rerank.formats.files import display_name
@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.streams import peek
     from rerank.rescore.append import RescoreConfig, score_nbest
 
-    config = load_config(RescoreConfig, args.config) if args.config else RescoreConfig()
+    config = with_overrides(load_config(RescoreConfig, args.config) if args.config else RescoreConfig(),
+                            {"batch_sentences": args.batch_sentences})
     flags = flag_features(args)
     if not config.features and not flags:
         raise RerankError("no features to add: give --config or at least one of --model, --lm, --word-penalty, "
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if needy and args.source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
     nbest_name = display_name(args.nbest)
-    batch_sentences = args.batch_sentences or config.batch_sentences
+    batch_sentences = config.batch_sentences
     reader = None
     if args.shard is not None:
         reader = ShardReader(args.nbest, args.shard, boundary=nbest_blocks(batch_sentences))

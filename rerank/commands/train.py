@@ -18,12 +18,11 @@ data needs either train or phrase_table):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
-from rerank.config import describe_keys, from_dict, load_yaml
+from rerank.config import describe_keys, from_dict, load_yaml, with_overrides
 from rerank.training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -51,13 +50,8 @@ def run(args: argparse.Namespace) -> int:
     data = load_yaml(args.config)
     if isinstance(data, dict) and isinstance(data.get("model"), dict) and data["model"].get("architecture") == "cslm":
         return _train_cslm(args, data, device)
-    config = from_dict(TrainConfig, data if data is not None else {}, str(args.config))
-    if args.output_dir:
-        config = dataclasses.replace(config, output_dir=args.output_dir)
-    if args.threads:
-        config = dataclasses.replace(config, training=dataclasses.replace(config.training, threads=args.threads))
-    if args.seed is not None:
-        config = dataclasses.replace(config, training=dataclasses.replace(config.training, seed=args.seed))
+    config = with_overrides(from_dict(TrainConfig, data if data is not None else {}, str(args.config)),
+                            _overrides(args))
     world = world_from_env()
     if args.device == "cuda" and world.distributed:  # each process its own GPU
         device = torch.device("cuda", world.local_rank)
@@ -75,14 +69,14 @@ def _train_cslm(args: argparse.Namespace, data: dict[str, object], device: torch
     """A CSLM (feed-forward n-gram language model) from its config (see configs/cslm.yaml)."""
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
-    config = from_dict(CSLMTrainConfig, data, str(args.config))
-    training = config.training
-    if args.threads:
-        training = dataclasses.replace(training, threads=args.threads)
-    if args.seed is not None:
-        training = dataclasses.replace(training, seed=args.seed)
-    config = dataclasses.replace(config, training=training, output_dir=args.output_dir or config.output_dir)
+    config = with_overrides(from_dict(CSLMTrainConfig, data, str(args.config)), _overrides(args))
     progress = train_cslm(config, device)
     print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} (the network, on shortlist "
           f"n-grams) after {progress.updates} updates ({progress.finished})")
     return 0
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The config keys the flags set (an unset flag is None: the config's value stays)."""
+    return {"output_dir": args.output_dir or None, "training.threads": args.threads or None,
+            "training.seed": args.seed}

@@ -31,7 +31,7 @@ import argparse
 import logging
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
 
@@ -100,28 +100,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def resolved_config(args: argparse.Namespace) -> TuneConfig:
     """The configuration file (or the defaults) with the command-line overrides."""
-    from dataclasses import replace
-
-    from rerank.config import load_config
+    from rerank.config import load_config, with_overrides
     from rerank.tune.config import TuneConfig
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
-
-    def given(**values: Any) -> dict[str, Any]:
-        return {key: value for key, value in values.items() if value is not None}
-
-    try:
-        return replace(
-            config, **given(optimizer=args.optimizer, seed=args.seed),
-            mert=replace(config.mert, **given(restarts=args.restarts, random_directions=args.random_directions),
-                         feature_bounds={**config.mert.feature_bounds, **dict(args.range)}),
-            pro=replace(config.pro, **given(standardize=args.standardize)),
-            mira=replace(config.mira, **given(standardize=args.standardize)),
-            loop=replace(config.loop, **given(max_iterations=args.iterations, nbest_size=args.nbest_size)),
-            bleu=replace(config.bleu, **given(tokenize=args.tokenize, lowercase=args.lowercase)))
-    except ValueError as e:
-        from rerank.errors import ConfigError
-        raise ConfigError(str(e)) from None
+    bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
+    return with_overrides(config, {
+        "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,
+        "mert.random_directions": args.random_directions, "mert.feature_bounds": bounds,
+        "pro.standardize": args.standardize, "mira.standardize": args.standardize,
+        "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
+        "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,12 +13,15 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_text
+
+if TYPE_CHECKING:
+    from rerank.tune.oracle import ListOracle
 
 logger = logging.getLogger(__name__)
 
@@ -210,3 +213,29 @@ def write_json(evaluation: Evaluation, path: str | os.PathLike[str]) -> None:
         out.write("\n")
 
 
+def list_oracles(nbests: Sequence[str], references: Sequence[str], tokenize: str = "none"
+                 ) -> tuple[dict[str, ListOracle], str]:
+    """``rerank oracle``: each n-best list's BLEU with its first hypotheses and with the oracle's, by the
+    list's name as given, and the BLEU signature."""
+    from rerank.tune.oracle import list_oracle
+    from rerank.tune.stats import BleuStatistics
+
+    texts = [read_text(path) for path in references]
+    for path, lines in zip(references, texts, strict=True):
+        if len(lines) != len(texts[0]):
+            raise FormatError(display_name(path), None, f"{len(texts[0])} lines, as {display_name(references[0])} "
+                              "has", got=f"{len(lines)} lines")
+    try:
+        bleu = BleuStatistics(texts, tokenize=tokenize)
+    except ValueError as e:
+        raise RerankError(f"--tokenize: {e}") from None
+    results = {str(path): list_oracle(path, bleu, reference_name=display_name(references[0])) for path in nbests}
+    return results, bleu.signature()
+
+
+def write_oracle_json(results: dict[str, ListOracle], path: str | os.PathLike[str]) -> None:
+    """``rerank oracle --json``: first, oracle and hypotheses_per_sentence of each list, by its name."""
+    data = {name: {"first": r.first, "oracle": r.oracle, "hypotheses_per_sentence": r.hypotheses_per_sentence}
+            for name, r in results.items()}
+    with atomic_output(path) as out:
+        out.write(json.dumps(data, indent=2) + "\n")

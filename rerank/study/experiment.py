@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from rerank.config import at_least, from_dict, load_yaml
+from rerank.config import at_least, from_dict, load_yaml, with_overrides
 from rerank.errors import RerankError
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 from rerank.formats.nbest import write_nbest
@@ -380,12 +380,8 @@ class Experiment:
                 train = train_cslm
             else:
                 train_config = load_train_config(config)
-            train_config = dataclasses.replace(train_config, output_dir=str(directory))
-            seed_flag: list[object] = []
-            if seed is not None:
-                train_config = dataclasses.replace(
-                    train_config, training=dataclasses.replace(train_config.training, seed=seed))
-                seed_flag = ["--seed", seed]
+            train_config = with_overrides(train_config, {"output_dir": str(directory), "training.seed": seed})
+            seed_flag: list[object] = ["--seed", seed] if seed is not None else []
             trainings.append((name, ["train", "--config", config, "--output-dir", directory, *seed_flag,
                                      *self.device_flag()], train, train_config))
         for name, argv, train, train_config in trainings:
@@ -542,11 +538,8 @@ class Experiment:
                     tag = f"{optimizer}-seed{seed}"
                     weights = self.out / "tuning" / row.key / f"{tag}.yaml"
                     weights.parent.mkdir(parents=True, exist_ok=True)
-                    base = TuneConfig()
-                    config = dataclasses.replace(
-                        base, optimizer=optimizer, seed=seed,
-                        mert=dataclasses.replace(base.mert, restarts=c.restarts),
-                        bleu=dataclasses.replace(base.bleu, tokenize=c.tokenize))
+                    config = with_overrides(TuneConfig(), {"optimizer": optimizer, "seed": seed,
+                                                           "mert.restarts": c.restarts, "bleu.tokenize": c.tokenize})
                     logger.info("tuning %d of %d: %s, %s, seed %d (and reranking dev and test)", done, runs,
                                 row.key, optimizer, seed)
                     self.step(["tune", "--nbest", nbest, "-r", c.dev.reference, "--init", init, "--features",
@@ -605,9 +598,10 @@ class Experiment:
             for split in ("dev", "test"):
                 nbest, output = self.out / f"{split}.{pool}.scored.gz", self.out / f"{split}.{pool}.oracle.json"
                 reference = getattr(c, split).reference
-                self.step(["oracle", "-r", reference, "--tokenize", c.tokenize, nbest], [output], oracle_file,
-                          nbest, reference, c.tokenize, output, quiet=True)
-                result.setdefault(pool, {})[split] = json.loads(output.read_text(encoding="utf-8"))["oracle"]
+                self.step(["oracle", "-r", reference, "--tokenize", c.tokenize, nbest, "--json", output], [output],
+                          oracle_file, nbest, reference, c.tokenize, output, quiet=True)
+                figures = json.loads(output.read_text(encoding="utf-8"))
+                result.setdefault(pool, {})[split] = figures[str(nbest)]["oracle"]
         return result
 
     def bleu(self, path: Path, split: str) -> float:
@@ -747,16 +741,10 @@ def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
 
 
 def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
-    """``rerank oracle``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
-    from rerank.formats.files import atomic_output, read_lines
-    from rerank.tune.oracle import list_oracle
-    from rerank.tune.stats import BleuStatistics
+    """``rerank oracle --json``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
+    from rerank.study.evaluation import list_oracles, write_oracle_json
 
-    bleu = BleuStatistics([[line for _, line in read_lines(reference)]], tokenize=tokenize)
-    result = list_oracle(nbest, bleu, reference_name=reference)
-    with atomic_output(output) as out:
-        out.write(json.dumps({"first": result.first, "oracle": result.oracle,
-                              "hypotheses_per_sentence": result.hypotheses_per_sentence}, indent=2))
+    write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
 
 
 def _mean_spread(values: Sequence[float]) -> str:

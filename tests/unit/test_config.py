@@ -91,3 +91,16 @@ def test_rescore_config_checks() -> None:
         from_dict(RescoreConfig, {"batch_sentences": 0})
     with pytest.raises(ConfigError, match=r"'features\[0\]': expected a mapping"):
         from_dict(RescoreConfig, {"features": ["kenlm"]})
+
+
+def test_flags_override_a_config_by_dotted_key_and_unset_flags_leave_it() -> None:
+    from rerank.config import with_overrides
+    from rerank.tune.config import TuneConfig
+
+    base = TuneConfig()
+    config = with_overrides(base, {"optimizer": "pro", "seed": None, "mert.restarts": 3, "bleu.tokenize": "13a"})
+    assert (config.optimizer, config.seed, config.mert.restarts, config.bleu.tokenize) == \
+        ("pro", base.seed, 3, "13a")
+    assert config.pro == base.pro and config.loop == base.loop
+    with pytest.raises(ConfigError, match=r"^the command line: mert.restarts must be at least 1, got -1$"):
+        with_overrides(base, {"mert.restarts": -1})
