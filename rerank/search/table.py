@@ -64,21 +64,21 @@ def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.Path
     directory = os.path.dirname(os.path.abspath(output_ini))
     if not os.path.isdir(directory):
         raise RerankError(f"{output_ini}: cannot write: directory {directory!r} does not exist")
-    return absolute_paths(ini.with_added_score(table_name, weight), output_ini).with_table_path(
-        table_name, os.path.abspath(scored_table))
+    scored = ini.with_added_score(table_name, weight).with_table_path(table_name, os.path.abspath(scored_table))
+    return absolute_paths(scored, output_ini, keep=table_name)
 
 
-def absolute_paths(ini: MosesIni, output_ini: str | os.PathLike[str]) -> MosesIni:
+def absolute_paths(ini: MosesIni, output_ini: str | os.PathLike[str], keep: str | None = None) -> MosesIni:
     """``ini`` with every feature's relative ``path=`` made absolute (Moses reads them from the directory it
     runs in, this one), so that the written moses.ini means the same wherever it is used; a path that names
-    no file (a placeholder such as ``LM_DIR/...``) is kept, with a warning."""
+    no file (a placeholder such as ``LM_DIR/...``) is kept, with a warning. Feature ``keep`` is left as it is."""
     import glob
 
     if ini.is_old_format:
         return ini
     for feature in ini.features():
         path = feature.args.get("path")
-        if path is None:
+        if path is None or feature.name == keep:
             continue
         if not (os.path.exists(path) or glob.glob(glob.escape(path) + ".*")):  # Moses adds .gz, .minphr, ...
             logger.warning("%s: %s's path %s names no file (from %s): set it before Moses reads this moses.ini",

@@ -419,16 +419,17 @@ class Experiment:
         if phrase_table is None or not moses.score_table:
             return
         table, ini = self.out / "phrase-table.rnn.gz", self.out / "moses.rnn.ini"
+        start = self.decoding_ini()  # the system's moses.ini with its placeholders filled in
 
         def score() -> None:
             first, entries = peek(read_phrase_table(phrase_table))
             scores = len(first.scores) if first is not None else None
-            scored_ini = table_moses_ini(moses.ini, ini, "TranslationModel0", scores, table, TRAIN_MODEL_WEIGHT)
+            scored_ini = table_moses_ini(start, ini, "TranslationModel0", scores, table, TRAIN_MODEL_WEIGHT)
             score_phrase_table(entries, Scorer.load(encdec, self.config.device), table=phrase_table, output=table,
                                show_progress=False)
             scored_ini.write(ini)
 
-        self.step(["score-table", phrase_table, "-o", table, "--model", encdec, "--moses-ini", moses.ini,
+        self.step(["score-table", phrase_table, "-o", table, "--model", encdec, "--moses-ini", start,
                    "--moses-ini-out", ini, *self.device_flag()], [table, ini], score, timing="score-table")
 
     def feature_config(self, models: dict[str, Path]) -> Path:
