@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output",)
-INPUTS = ("nbest", "source", "config", "lm", "unk_vocab", "unk_corpus")
+INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
