@@ -58,26 +58,10 @@ def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...
     return weights, origins
 
 
-def known_weights(weights: dict[str, tuple[float, ...]], origins: dict[str, str], labels: tuple[str, ...],
-                  nbest_name: str) -> dict[str, tuple[float, ...]]:
-    """The weights of the n-best list's features. Extra labels from a moses.ini are skipped; others are errors."""
-    from rerank.errors import RerankError
-    from rerank.formats.weights import is_moses_ini
-
-    unknown = [label for label in weights if label not in labels]
-    strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
-    if strict:
-        raise RerankError(f"{origins[strict[0]]}: weight for {', '.join(strict)}, which {nbest_name} does not "
-                          f"have (its features: {', '.join(labels)})")
-    if unknown:
-        logger.info("skipping weights of features %s does not print: %s", nbest_name, ", ".join(unknown))
-    return {label: value for label, value in weights.items() if label in labels}
-
-
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import count_lines, display_name
-    from rerank.rescore.rerank import rerank_nbest
+    from rerank.rescore.rerank import known_weights, rerank_nbest
 
     if args.nbest_out == "-" and args.output == "-":
         raise RerankError("the 1-best output and --nbest-out cannot both be stdout: give -o FILE")

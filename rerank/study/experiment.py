@@ -700,12 +700,13 @@ def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) ->
     a moses.ini's weights of features the list does not print are left out."""
     from rerank.formats.files import count_lines
     from rerank.formats.weights import load_weights
-    from rerank.rescore.rerank import rerank_nbest
+    from rerank.rescore.rerank import known_weights, rerank_nbest
 
     values = load_weights(weights)
+    origins = dict.fromkeys(values, str(weights))
     rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
                  weights_name=str(weights), missing=0.0,
-                 known=lambda layout: {k: v for k, v in values.items() if k in layout.labels})
+                 known=lambda layout: known_weights(values, origins, layout.labels, str(scored)))
 
 
 def train_model(config: TrainConfig, device: str = "cpu") -> None:
