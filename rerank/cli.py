@@ -25,6 +25,7 @@ from rerank import __version__
 from rerank.commands import (
     align,
     apply,
+    average,
     cut_nbest,
     evaluate,
     experiment,
@@ -55,6 +56,7 @@ COMMANDS: dict[str, ModuleType] = {
     "cut-nbest": cut_nbest,
     "merge-shards": merge_shards,
     "oracle": oracle,
+    "average": average,
     "experiment": experiment,
 }
 

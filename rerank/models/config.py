@@ -48,6 +48,7 @@ class SubwordConfig:
     type: Literal["bpe", "unigram"] = "bpe"
     vocab_size: int = 8000  # pieces per language, with 4 special tokens and 256 bytes (every text encodes)
     sample_sentences: int = 2_000_000  # sentences the pieces are learnt from (a seeded sample of longer text)
+    joint: bool = False  # one model learnt from both languages' text, the same pieces and ids on both sides
 
     def __post_init__(self) -> None:
         at_least(self, 300, "vocab_size")
@@ -82,18 +83,63 @@ class ModelConfig:
     dropout: float = 0.0
     reverse_target: bool = False
     subwords: SubwordConfig | None = None  # none: words, with the data's frequency shortlists
+    # The options of Sennrich & Zhang's (2019) recipe for small data; their defaults are 2014's models.
+    embedding_dropout: float | None = None  # on the embeddings (none: ``dropout``)
+    hidden_dropout: float | None = None  # on the output layer's input (maxout units or h̃; none: ``dropout``)
+    word_dropout: float = 0.0  # whole tokens: each source and target token's embedding zeroed with this p
+    layer_norm: bool = False  # layer normalisation of each gate's input and hidden projections (Ba et al. 2016)
+    transition_depth: int = 1  # GRU transitions per time step (deep transition, Barone et al. 2017; Nematus)
+    tie_target_embeddings: bool = False  # the output layer's weights are the target embeddings (Press & Wolf 2017)
+    tie_source_target_embeddings: bool = False  # one embedding table for both languages (joint subwords)
 
     def __post_init__(self) -> None:
         if self.input_feeding and (self.architecture != "rnnsearch" or self.decoder != "luong"):
             raise ValueError("input_feeding needs architecture: rnnsearch with decoder: luong")
         at_least(self, 1, "embedding_size", "embedding_rank", "hidden_size", "encoder_hidden_size", "maxout_size",
                  "maxout_pool")
-        at_least(self, 0, "dropout")
-        below(self, 1, "dropout")
+        at_least(self, 0, "dropout", "embedding_dropout", "hidden_dropout", "word_dropout")
+        below(self, 1, "dropout", "embedding_dropout", "hidden_dropout", "word_dropout")
+        at_least(self, 1, "transition_depth")
+        self._check_recipe_options()
         if self.architecture == "rnnsearch" and self.attention.score == "dot" \
                 and self.annotation_size != self.hidden_size:
             raise ValueError(f"the dot score compares decoder states ({self.hidden_size}) with annotations "
                              f"(2 x {self.encoder_size}): set encoder_hidden_size: {self.hidden_size // 2}")
+
+    def _check_recipe_options(self) -> None:
+        recipe = {"embedding_dropout": self.embedding_dropout is not None, "hidden_dropout": self.hidden_dropout
+                  is not None, "word_dropout": self.word_dropout > 0, "layer_norm": self.layer_norm,
+                  "transition_depth": self.transition_depth > 1, "tie_target_embeddings": self.tie_target_embeddings,
+                  "tie_source_target_embeddings": self.tie_source_target_embeddings}
+        used = [name for name, on in recipe.items() if on]
+        if used and self.architecture != "rnnsearch":
+            raise ValueError(f"{', '.join(used)}: only for architecture: rnnsearch")
+        if (self.layer_norm or self.transition_depth > 1) and self.decoder == "luong" and not self.input_feeding:
+            raise ValueError("layer_norm and transition_depth need the looped decoders: decoder: bahdanau, or "
+                             "decoder: luong with input_feeding: true")
+        if self.tie_target_embeddings or self.tie_source_target_embeddings:
+            if self.embedding_rank is not None:
+                raise ValueError("tied embeddings need full-rank embeddings (no embedding_rank)")
+        if self.tie_target_embeddings and self.output_input_size != self.embedding_size:
+            what = "hidden_size" if self.decoder == "luong" else "maxout_size"
+            raise ValueError(f"tie_target_embeddings: the output layer reads {self.output_input_size} units "
+                             f"({what}) and the embeddings have {self.embedding_size}: make them equal")
+        if self.tie_source_target_embeddings and (self.subwords is None or not self.subwords.joint):
+            raise ValueError("tie_source_target_embeddings needs one vocabulary for both languages: "
+                             "model.subwords with joint: true")
+
+    @property
+    def output_input_size(self) -> int:
+        """Units the output layer reads: the maxout units, or Luong's h̃."""
+        return self.hidden_size if self.architecture == "rnnsearch" and self.decoder == "luong" else self.maxout_size
+
+    @property
+    def embedding_dropout_rate(self) -> float:
+        return self.dropout if self.embedding_dropout is None else self.embedding_dropout
+
+    @property
+    def hidden_dropout_rate(self) -> float:
+        return self.dropout if self.hidden_dropout is None else self.hidden_dropout
 
     @property
     def encoder_size(self) -> int:

@@ -161,6 +161,65 @@ def gru_update(gates_x: Tensor, gates_h: Tensor, h: Tensor) -> Tensor:
     return n + z * (h - n)  # (1 - z) * n + z * h
 
 
+class GateNorm(nn.Module):
+    """Layer normalisation of a GRU's projection (..., 3H), each gate's H units on their own, with a gain
+    and a bias per unit (Ba et al. 2016, as Nematus normalises its GRUs)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(3 * size))
+        self.bias = nn.Parameter(torch.zeros(3 * size))
+        self.size = size
+
+    def forward(self, x: Tensor) -> Tensor:
+        normed = nn.functional.layer_norm(x.view(*x.shape[:-1], 3, self.size), (self.size,), eps=1e-5)
+        return torch.addcmul(self.bias, normed.view_as(x), self.gain)
+
+
+class Transition(nn.Module):
+    """A GRU transition without input, s' = GRU(s, ·) from U s + b alone: the second and later transitions
+    of a deep-transition GRU (Pascanu et al. 2014; Barone et al. 2017, Nematus' transition depth)."""
+
+    def __init__(self, size: int, layer_norm: bool):
+        super().__init__()
+        self.hidden_gates = nn.Linear(size, 3 * size)
+        self.norm = GateNorm(size) if layer_norm else None
+
+    def forward(self, hidden: Tensor) -> Tensor:
+        gates = self.hidden_gates(hidden)
+        if self.norm is not None:
+            gates = self.norm(gates)
+        return gru_update(torch.zeros_like(gates), gates, hidden)
+
+
+class DeepGRU(nn.Module):
+    """What a GRU step adds with ``layer_norm`` and ``transition_depth`` > 1: the input and hidden gates
+    normalised (:class:`GateNorm`) before :func:`gru_update`, then depth − 1 :class:`Transition`s."""
+
+    def __init__(self, size: int, layer_norm: bool, depth: int):
+        super().__init__()
+        self.input_norm = GateNorm(size) if layer_norm else None
+        self.hidden_norm = GateNorm(size) if layer_norm else None
+        self.transitions = nn.ModuleList(Transition(size, layer_norm) for _ in range(depth - 1))
+
+    def forward(self, gates_x: Tensor, gates_h: Tensor, hidden: Tensor) -> Tensor:
+        if self.input_norm is not None and self.hidden_norm is not None:
+            gates_x, gates_h = self.input_norm(gates_x), self.hidden_norm(gates_h)
+        hidden = gru_update(gates_x, gates_h, hidden)
+        for transition in self.transitions:
+            hidden = transition(hidden)
+        return hidden
+
+
+def word_dropout(embedded: Tensor, p: float, training: bool) -> Tensor:
+    """Whole tokens dropped from embeddings (B, T, E) or (B, E): each token's vector zeroed with
+    probability ``p``, the others scaled by 1 / (1 − p) (Gal & Ghahramani 2016; Sennrich & Zhang 2019)."""
+    if not training or p == 0:
+        return embedded
+    keep = embedded.new_empty((*embedded.shape[:-1], 1)).bernoulli_(1 - p).div_(1 - p)
+    return embedded * keep
+
+
 def dropout_rows(x: Tensor, keep: Tensor, p: float, training: bool) -> Tensor:
     """Dropout on ``x`` (N, U), the rows of a (B, T, U) tensor at the positions ``keep`` (B, T) selects.
 

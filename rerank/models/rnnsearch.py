@@ -11,8 +11,17 @@ from torch import Tensor, nn
 
 from rerank.models.attention import Attention
 from rerank.models.config import ModelConfig
-from rerank.models.encoder import RecurrentEncoder
-from rerank.models.layers import DeepOutput, Embeddings, WordTables, dropout_rows, gru_update, tanh_
+from rerank.models.encoder import DeepBidirectionalEncoder, RecurrentEncoder
+from rerank.models.layers import (
+    DeepGRU,
+    DeepOutput,
+    Embeddings,
+    WordTables,
+    dropout_rows,
+    gru_update,
+    tanh_,
+    word_dropout,
+)
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import PAD_ID
 
@@ -29,16 +38,33 @@ class RNNSearch(Seq2Seq):
     only with input feeding, Sec. 3.3); c_t from α with h_t; h̃_t = tanh(W_c [c_t; h_t]);
     p(y_t) = softmax(W_s h̃_t). Without input feeding the recurrence runs as one fused GRU call and
     attention for all steps at once.
+
+    The options of Sennrich & Zhang's recipe: ``embedding_dropout`` and ``hidden_dropout`` (the embeddings,
+    and the output layer's input), ``word_dropout`` (whole source and target tokens), ``layer_norm`` and
+    ``transition_depth`` (the GRUs of encoder and decoder, :class:`DeepGRU`: the decoder then takes the
+    looped recurrence on both paths, never the fused one), ``tie_target_embeddings`` (the output layer's
+    weight is the target embedding table, one tensor) and ``tie_source_target_embeddings`` (the encoder's
+    embedding table is the decoder's: one joint vocabulary).
     """
 
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__(config, src_vocab_size, trg_vocab_size)
         h, e, c = config.hidden_size, config.embedding_size, config.annotation_size
-        self.encoder = RecurrentEncoder(src_vocab_size, e, config.encoder_size, bidirectional=True,
-                                        embedding_rank=config.embedding_rank, dropout=config.dropout)
+        embedding_dropout = config.embedding_dropout_rate
+        self.deep = config.layer_norm or config.transition_depth > 1
+        self.encoder: RecurrentEncoder | DeepBidirectionalEncoder
+        if self.deep:
+            self.encoder = DeepBidirectionalEncoder(src_vocab_size, e, config.encoder_size, config.layer_norm,
+                                                    config.transition_depth, config.embedding_rank,
+                                                    embedding_dropout, config.word_dropout)
+        else:
+            self.encoder = RecurrentEncoder(src_vocab_size, e, config.encoder_size, bidirectional=True,
+                                            embedding_rank=config.embedding_rank, dropout=embedding_dropout,
+                                            word_dropout=config.word_dropout)
         self.init_state = nn.Linear(config.encoder_size, h)  # W_s
         self.embed = Embeddings(trg_vocab_size, e, config.embedding_rank)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = nn.Dropout(embedding_dropout)  # on the target embeddings
+        self.output_dropout = nn.Dropout(config.hidden_dropout_rate)  # on Luong's h̃
         self.attention = Attention(config.attention, h, c)
         self.luong = config.decoder == "luong"
         if self.luong and not config.input_feeding:
@@ -48,13 +74,40 @@ class RNNSearch(Seq2Seq):
             self.input_gates = nn.Linear(e, 3 * h)  # W_i E y (and b_i): precomputed for all steps
             self.extra_gates = nn.Linear(extra, 3 * h, bias=False)
             self.hidden_gates = nn.Linear(h, 3 * h)
+        self.cell = DeepGRU(h, config.layer_norm, config.transition_depth) if self.deep else None
         if self.luong:
             self.combine = nn.Linear(c + h, h, bias=False)  # W_c
             self.output = nn.Linear(h, trg_vocab_size)  # W_s
         else:
             self.deep_output = DeepOutput(h, e, c, config.maxout_size, config.maxout_pool, trg_vocab_size,
-                                          config.dropout)
+                                          config.hidden_dropout_rate)
+        self._tie(config, src_vocab_size, trg_vocab_size)
         self.tables = WordTables()
+
+    def _tie(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int) -> None:
+        """Share the embedding tables the config ties, initialised N(0, 1/E) (they also act as output weights)."""
+        if config.tie_source_target_embeddings:
+            if src_vocab_size != trg_vocab_size:
+                raise ValueError(f"tie_source_target_embeddings needs one vocabulary: {src_vocab_size} source "
+                                 f"and {trg_vocab_size} target entries")
+            self.encoder.embed = self.embed
+        if config.tie_target_embeddings:
+            self.output_layer.weight = self.embed.lookup.weight
+        if config.tie_target_embeddings or config.tie_source_target_embeddings:
+            with torch.no_grad():
+                weight = self.embed.lookup.weight
+                weight.normal_(0.0, config.embedding_size ** -0.5)
+                weight[PAD_ID] = 0.0
+
+    def _embed_target(self, ids: Tensor) -> Tensor:
+        """E y (..., E) after word dropout and dropout (in training)."""
+        return self.dropout(word_dropout(self.embed(ids), self.config.word_dropout, self.training))
+
+    def _gru(self, gates_x: Tensor, hidden: Tensor) -> Tensor:
+        """The decoder's GRU step from its input-side gates: plain, or :class:`DeepGRU`'s."""
+        if self.cell is not None:
+            return self.cell(gates_x, self.hidden_gates(hidden), hidden)
+        return gru_update(gates_x, self.hidden_gates(hidden), hidden)
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
         self.tables.clear()
@@ -75,25 +128,24 @@ class RNNSearch(Seq2Seq):
         return torch.tanh(self.combine(torch.cat([contexts, states], dim=-1)))
 
     def teacher_forced(self, state: DecoderState, trg_in: Tensor) -> tuple[Tensor, Tensor]:
-        embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
+        embedded = self._embed_target(trg_in)  # (B, T, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded, state.hidden[None].contiguous())  # (B, T, H)
             contexts, weights = self._attend(states, state, state.step)  # (B, T, C), (B, T, S)
-            return self.output(self.dropout(self._attentional(contexts, states))), weights
+            return self.output(self.output_dropout(self._attentional(contexts, states))), weights
         steps = []
         for gates in self.input_gates(embedded).unbind(1):  # (B, 3H) per step; unbind keeps backward linear in T
             state, context = self._recur(gates, state)
             steps.append((state.hidden, context, state.attention))
         states, contexts, weights = (torch.stack(x, dim=1) for x in zip(*steps, strict=True))
         if self.luong:
-            return self.output(self.dropout(contexts)), weights  # contexts hold h̃ here
+            return self.output(self.output_dropout(contexts)), weights  # contexts hold h̃ here
         return self.deep_output(states, embedded, contexts), weights
 
     def _recur(self, input_gates: Tensor, state: DecoderState) -> tuple[DecoderState, Tensor]:
         """One step of the looped decoders. Returns the new state and c_i (Bahdanau) or h̃_t (Luong)."""
         if self.luong:  # input feeding
-            hidden = gru_update(input_gates + self.extra_gates(state.feed), self.hidden_gates(state.hidden),
-                                state.hidden)
+            hidden = self._gru(input_gates + self.extra_gates(state.feed), state.hidden)
             context, weights = self._attend(hidden[:, None], state, state.step)
             attentional = self._attentional(context[:, 0], hidden)
             new = dataclasses.replace(state, hidden=hidden, feed=attentional, attention=weights[:, 0],
@@ -101,21 +153,21 @@ class RNNSearch(Seq2Seq):
             return new, attentional
         context, weights = self._attend(state.hidden[:, None], state, state.step)  # query s_{i-1}
         context = context[:, 0]
-        hidden = gru_update(input_gates + self.extra_gates(context), self.hidden_gates(state.hidden), state.hidden)
+        hidden = self._gru(input_gates + self.extra_gates(context), state.hidden)
         new = dataclasses.replace(state, hidden=hidden, attention=weights[:, 0], step=state.step + 1)
         return new, context
 
     def step_reference(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
-        embedded = self.dropout(self.embed(prev))  # (B, E)
+        embedded = self._embed_target(prev)  # (B, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded[:, None], state.hidden[None].contiguous())  # (B, 1, H)
             contexts, weights = self._attend(states, state, state.step)
-            logits = self.output(self.dropout(self._attentional(contexts, states)))[:, 0]
+            logits = self.output(self.output_dropout(self._attentional(contexts, states)))[:, 0]
             new = dataclasses.replace(state, hidden=states[:, 0], attention=weights[:, 0], step=state.step + 1)
             return torch.log_softmax(logits, dim=-1), new
         new, context = self._recur(self.input_gates(embedded), state)
         if self.luong:
-            logits = self.output(self.dropout(context))
+            logits = self.output(self.output_dropout(context))
         else:
             logits = self.deep_output(new.hidden, embedded, context)
         return torch.log_softmax(logits, dim=-1), new
@@ -128,11 +180,12 @@ class RNNSearch(Seq2Seq):
         return self.output if self.luong else self.deep_output.project
 
     def features(self, state: DecoderState, trg_in: Tensor, keep: Tensor) -> Tensor:
-        embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
+        embedded = self._embed_target(trg_in)  # (B, T, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded, state.hidden[None].contiguous())  # (B, T, H)
             contexts, _ = self._attend(states, state, state.step)  # (B, T, C)
-            return dropout_rows(self._attentional(contexts[keep], states[keep]), keep, self.dropout.p, self.training)
+            attentional = self._attentional(contexts[keep], states[keep])
+            return dropout_rows(attentional, keep, self.output_dropout.p, self.training)
         gates = self.input_gates(embedded)  # (B, T, 3H)
         if self._fused_attention() and torch.is_grad_enabled():  # training: the backward pass by hand
             recurrent = _FusedRecurrence(self, state)
@@ -150,7 +203,7 @@ class RNNSearch(Seq2Seq):
                 steps.append((state.hidden, context))
         states, contexts = (torch.stack(x, dim=1) for x in zip(*steps, strict=True))  # (B, T, H), (B, T, C)
         if self.luong:  # input feeding: contexts hold h̃
-            return dropout_rows(contexts[keep], keep, self.dropout.p, self.training)
+            return dropout_rows(contexts[keep], keep, self.output_dropout.p, self.training)
         return self.deep_output.features(states[keep], embedded[keep], contexts[keep], keep)
 
     def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
@@ -160,11 +213,11 @@ class RNNSearch(Seq2Seq):
             hidden, context, weights = _FusedRecurrence(self, state).step(words[:, :size])
             new = dataclasses.replace(state, hidden=hidden, attention=weights, step=state.step + 1)
             return self.deep_output.features_from_parts(hidden, context, words[:, size:]), new
-        embedded = self.dropout(self.embed(prev))  # (B, E)
+        embedded = self._embed_target(prev)  # (B, E)
         if self.luong and not self.config.input_feeding:
             states, _ = self.rnn(embedded[:, None], state.hidden[None].contiguous())  # (B, 1, H)
             contexts, weights = self._attend(states, state, state.step)
-            features = self.dropout(self._attentional(contexts, states))[:, 0]
+            features = self.output_dropout(self._attentional(contexts, states))[:, 0]
             return features, dataclasses.replace(state, hidden=states[:, 0], attention=weights[:, 0],
                                                  step=state.step + 1)
         gates = self.input_gates(embedded)
@@ -174,7 +227,7 @@ class RNNSearch(Seq2Seq):
         else:
             new, context = self._recur(gates, state)
         if self.luong:
-            return self.dropout(context), new
+            return self.output_dropout(context), new
         return self.deep_output.features(new.hidden, embedded, context), new
 
     def _word_table(self) -> Tensor:
@@ -191,7 +244,7 @@ class RNNSearch(Seq2Seq):
 
     def _fused_attention(self) -> bool:
         attention = self.config.attention
-        return not self.luong and attention.score == "additive" and attention.window == "global"
+        return not self.luong and not self.deep and attention.score == "additive" and attention.window == "global"
 
 
 class _FusedRecurrence:

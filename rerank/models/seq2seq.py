@@ -134,13 +134,24 @@ class Seq2Seq(nn.Module):
         logits, _ = self.teacher_forced(self.encode(src, src_len), shift_right(trg))
         return logits
 
-    def forward(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
-        """The training loss: −Σ ln p (a scalar) of the targets ``trg`` (B, T) (words then ``</s>``, padded)."""
+    def forward(self, src: Tensor, src_len: Tensor, trg: Tensor, label_smoothing: float = 0.0) -> Tensor:
+        """The training loss: −Σ ln p (a scalar) of the targets ``trg`` (B, T) (words then ``</s>``, padded); with
+        ``label_smoothing`` ε, Σ over the target tokens of (1 − ε)(−ln p(y)) + ε · mean over the vocabulary of
+        −ln p(v) (Szegedy et al. 2016). Scores (:meth:`score`) are always the model's ln p."""
         if self.reference:
-            return -token_log_probs(self.logits(src, src_len, trg), trg).sum()
+            logits = self.logits(src, src_len, trg)
+            nll = -token_log_probs(logits, trg).sum()
+            if not label_smoothing:
+                return nll
+            uniform = -(torch.log_softmax(logits, dim=-1).mean(-1).masked_fill(trg == PAD_ID, 0.0)).sum()
+            return (1 - label_smoothing) * nll + label_smoothing * uniform
         keep = trg != PAD_ID
         features = self.features(self.encode(src, src_len), shift_right(trg), keep)
-        return -gold_log_probs(features, self.output_layer, trg[keep]).sum()
+        if not label_smoothing:
+            return -gold_log_probs(features, self.output_layer, trg[keep]).sum()
+        log_probs = torch.log_softmax(self.output_layer(features), dim=-1)  # (N, V)
+        nll = -log_probs.gather(1, trg[keep][:, None]).sum()
+        return (1 - label_smoothing) * nll - label_smoothing * log_probs.mean(-1).sum()
 
     def score(self, state: DecoderState, trg: Tensor) -> Tensor:
         """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""

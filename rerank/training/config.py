@@ -53,6 +53,9 @@ class TrainingConfig:
     log_every: int = 100
     patience: int = 10  # validations without improvement before stopping
     lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
+    warmup_updates: int = 0  # the learning rate rises linearly over this many first updates
+    label_smoothing: float = 0.0  # ε: the loss is (1 − ε) NLL + ε · mean over the vocabulary of −ln p
+    keep_checkpoints: int = 0  # weights kept at the last N validations and the best N, for `rerank average`
     seed: int = 1234
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
@@ -61,7 +64,8 @@ class TrainingConfig:
                  "log_every", "patience", "threads")
         at_least(self, 0, "learning_rate", "adadelta_eps", "clip_norm", "lr_decay", "max_minutes", strictly=True)
         at_least(self, 0, "adadelta_rho", strictly=True)
-        below(self, 1, "adadelta_rho")
+        at_least(self, 0, "warmup_updates", "label_smoothing", "keep_checkpoints")
+        below(self, 1, "adadelta_rho", "label_smoothing")
         below(self, 1, "lr_decay", or_equal=True)
 
 

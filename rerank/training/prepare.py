@@ -313,8 +313,14 @@ def file_record(path: Path) -> dict[str, Any]:
 
 
 def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, work: Path) -> tuple[_Pieces, _Pieces]:
-    """One pass that samples the pairs (seeded), then a sentencepiece model per language learnt from the sample."""
+    """One pass that samples the pairs (seeded), then a sentencepiece model per language learnt from the sample
+    (or one of both languages, ``joint``)."""
     sample = reservoir_sample(pairs, config.sample_sentences, np.random.default_rng(SAMPLE_SEED))
+    if config.joint:  # one model of both languages' text, written for each side
+        train_subwords([line for pair in sample for line in pair], config, work / SUBWORD_FILES[0])
+        (work / SUBWORD_FILES[1]).write_bytes((work / SUBWORD_FILES[0]).read_bytes())
+        joint = _Pieces(SubwordVocabulary.from_file(work / SUBWORD_FILES[0]))
+        return joint, joint
     models = []
     for column, name in enumerate(SUBWORD_FILES):
         train_subwords([pair[column] for pair in sample], config, work / name)

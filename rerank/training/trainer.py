@@ -4,16 +4,18 @@ or in several under torchrun (see :mod:`rerank.training.distributed`)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
-from rerank.config import load_yaml, save_config, to_dict
+from rerank.config import from_dict, load_yaml, save_config, to_dict
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output
 from rerank.models.architectures import build_model
@@ -27,10 +29,10 @@ from rerank.models.checkpoint import (
     load_state,
     save_state,
 )
-from rerank.models.config import CONFIG
+from rerank.models.config import CONFIG, ModelConfig, SubwordConfig
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
-from rerank.training.config import TrainConfig
+from rerank.training.config import DataConfig, TrainConfig
 from rerank.training.data import make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
 from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data, sha256
@@ -86,8 +88,8 @@ class Trainer:
         current = to_dict(self.config)
         if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match
             saved = load_yaml(config_path) or {}
-            for section in ("model", "data"):
-                if _set_keys(saved.get(section)) != _set_keys(current[section]):
+            for section, kind in (("model", ModelConfig), ("data", DataConfig)):
+                if _as_set(saved.get(section), kind) != _set_keys(current[section]):
                     raise RerankError(f"{self.out} holds a run with another '{section}' config ({config_path}); "
                                       "choose a new output_dir or delete it")
             if saved != current:
@@ -106,7 +108,11 @@ class Trainer:
                     manifest["skipped_longer"], manifest["settings"]["max_length"])
         self.src_vocab, self.trg_vocab = self.corpus.src_vocab, self.corpus.trg_vocab
         subwords = self.config.model.subwords
-        if manifest["settings"].get("subwords") != (None if subwords is None else asdict(subwords)):
+        prepared_subwords = manifest["settings"].get("subwords")
+        if isinstance(prepared_subwords, dict):  # read with today's defaults: keys added later take theirs
+            with contextlib.suppress(ValueError, RerankError):
+                prepared_subwords = asdict(from_dict(SubwordConfig, prepared_subwords))
+        if prepared_subwords != (None if subwords is None else asdict(subwords)):
             raise RerankError(f"{self.data_dir / MANIFEST}: refused: prepared with subwords "
                               f"{manifest['settings'].get('subwords')}, the model asks for model.subwords {subwords}; "
                               "prepare the data with the model's settings")
@@ -122,6 +128,10 @@ class Trainer:
             elif self.world.is_main:
                 with atomic_binary_output(self.out / name) as out:
                     out.write((self.data_dir / record["file"]).read_bytes())
+        if self.config.model.tie_source_target_embeddings and self.src_vocab.tokens != self.trg_vocab.tokens:
+            raise RerankError(f"{self.data_dir / MANIFEST}: refused: model.tie_source_target_embeddings needs one "
+                              "vocabulary for both languages, and the prepared data has two; prepare it with "
+                              "model.subwords joint: true")
         logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
                     len(self.trg_vocab))
         valid = read_parallel(data.valid.source, data.valid.target)
@@ -244,10 +254,17 @@ class Trainer:
         return min(t.max_updates, total) if t.max_updates is not None else total
 
     def _update(self, indices: np.ndarray) -> tuple[float, int]:
-        """One optimiser step on a batch; returns its summed negative log-likelihood and target tokens."""
+        """One optimiser step on a batch; returns its summed loss (the negative log-likelihood, or with label
+        smoothing the smoothed loss) and target tokens. Under warm-up, the learning rate of this update is
+        ``progress.learning_rate`` (the rate decayed on plateaus) × min(1, update / warmup_updates)."""
         part, weight = self.world.share(indices)  # all of it in one process: each reads only its own pairs
         batch = self.corpus.batch(part, self.config.model.reverse_target).to(self.device)
-        nll = self.parallel_model(batch.src, batch.src_len, batch.trg)  # −Σ ln p of the targets
+        t = self.config.training
+        nll = self.parallel_model(batch.src, batch.src_len, batch.trg,  # −Σ ln p of the targets, or smoothed
+                                  label_smoothing=t.label_smoothing)
+        if t.warmup_updates:
+            self._set_learning_rate(self.progress.learning_rate * min(1.0, (self.progress.updates + 1)
+                                                                       / t.warmup_updates))
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
         # gradients are averaged over the processes, hence the weight (the number of processes)
@@ -274,11 +291,40 @@ class Trainer:
             p.bad_validations += 1
             if t.lr_decay != 1.0:
                 p.learning_rate *= t.lr_decay
-                for group in self.optimizer.param_groups:
-                    group["lr"] = p.learning_rate
+                self._set_learning_rate(p.learning_rate)
+        if t.keep_checkpoints and self.world.is_main:
+            self._keep_checkpoint()
         logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
                     " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
         self._save_checkpoint()
+
+    def _keep_checkpoint(self) -> None:
+        """Keep this validation's weights for averaging; drop those neither among the last N nor the best N."""
+        from rerank.models.averaging import checkpoint_path, checkpoint_updates, select_checkpoints
+
+        count = self.config.training.keep_checkpoints
+        path = checkpoint_path(self.out, self.progress.updates)
+        path.parent.mkdir(exist_ok=True)
+        save_state({"model": self.model.state_dict()}, path)
+        ppl = {int(entry["updates"]): entry["valid_ppl"] for entry in self.progress.history}
+        kept = {updates: ppl.get(updates, math.inf) for updates in checkpoint_updates(self.out)}
+        keep = set(select_checkpoints(kept, min(count, len(kept)), "last"))
+        keep |= set(select_checkpoints(kept, min(count, len(kept)), "best"))
+        for updates in set(kept) - keep:
+            checkpoint_path(self.out, updates).unlink()
+
+    def _set_learning_rate(self, rate: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
+
+
+def _as_set(section: object, kind: type[Any]) -> object:
+    """A saved config section read with today's defaults (keys added since it was written take theirs), without
+    its unset keys; as it is if it no longer reads."""
+    try:
+        return _set_keys(to_dict(from_dict(kind, section)))
+    except (ValueError, RerankError):
+        return _set_keys(section)
 
 
 def _set_keys(section: object) -> object:

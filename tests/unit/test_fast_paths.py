@@ -32,7 +32,15 @@ TARGETS = [[4, 5, 6, EOS_ID], [7, 8, 9, 10, 11, 12, 13, 14, 15, EOS_ID], [EOS_ID
 MODELS = [("encdec", tiny_config("encdec"))] + [
     (f"{decoder}{'-feed' if feeding else ''}-{score}-{window}",
      tiny_config(architecture, decoder, feeding, score, window))
-    for (architecture, decoder, feeding), score, window in itertools.product(DECODERS[1:], SCORES, WINDOWS)]
+    for (architecture, decoder, feeding), score, window in itertools.product(DECODERS[1:], SCORES, WINDOWS)] + [
+    # the recipe's options (layer norm and deep transitions take the looped recurrence on both paths)
+    ("recipe-bahdanau", dataclasses.replace(tiny_config(), maxout_size=12, layer_norm=True, transition_depth=2,
+                                            word_dropout=0.2, embedding_dropout=0.1, tie_target_embeddings=True)),
+    ("recipe-bahdanau-tied-words", dataclasses.replace(tiny_config(), maxout_size=12, word_dropout=0.2,
+                                                       hidden_dropout=0.1, tie_target_embeddings=True)),
+    ("recipe-luong-feed-local-p", dataclasses.replace(tiny_config("rnnsearch", "luong", True, "general", "local-p"),
+                                                      embedding_size=16, layer_norm=True, transition_depth=3,
+                                                      word_dropout=0.2, tie_target_embeddings=True))]
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=[name for name, _ in MODELS])

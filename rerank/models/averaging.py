@@ -1,0 +1,102 @@
+"""Checkpoint averaging: the mean of the weights a training run kept at its validations (``training.
+keep_checkpoints``), the last N or the best N by validation perplexity (Junczys-Dowmunt et al. 2016;
+Sennrich & Zhang 2019), written as a new model directory."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+from rerank.errors import RerankError
+from rerank.formats.files import atomic_binary_output
+from rerank.models.checkpoint import CHECKPOINT, SRC_VOCAB, TRG_VOCAB, WEIGHTS, load_state, save_state
+from rerank.models.config import CONFIG
+
+CHECKPOINTS_DIR = "checkpoints"  # in a model directory: weights kept at validations
+_NAME = re.compile(r"update-(\d+)\.pt")
+_COPIED = (CONFIG, SRC_VOCAB, TRG_VOCAB, "subwords.src.model", "subwords.trg.model")
+
+
+def checkpoint_path(model_dir: str | os.PathLike[str], updates: int) -> Path:
+    """Where the weights after ``updates`` updates are kept."""
+    return Path(model_dir) / CHECKPOINTS_DIR / f"update-{updates:09d}.pt"
+
+
+def checkpoint_updates(model_dir: str | os.PathLike[str]) -> list[int]:
+    """The updates at which a model directory's kept checkpoints were written."""
+    return sorted(int(m.group(1)) for path in (Path(model_dir) / CHECKPOINTS_DIR).glob("update-*.pt")
+                  if (m := _NAME.fullmatch(path.name)))
+
+
+def kept_checkpoints(model_dir: str | os.PathLike[str]) -> dict[int, float]:
+    """The kept checkpoints of a model directory: updates → validation perplexity (from its checkpoint.pt)."""
+    directory = Path(model_dir)
+    found = checkpoint_updates(directory)
+    if not found:
+        raise RerankError(f"{directory / CHECKPOINTS_DIR}: no kept checkpoints (train with training.keep_checkpoints)")
+    history = load_state(directory / CHECKPOINT).get("progress", {}).get("history", [])
+    ppl = {int(entry["updates"]): float(entry["valid_ppl"]) for entry in history}
+    return {updates: ppl.get(updates, math.inf) for updates in found}
+
+
+def select_checkpoints(kept: dict[int, float], count: int, by: Literal["last", "best"]) -> list[int]:
+    """The updates of the last ``count`` checkpoints, or the ``count`` of lowest perplexity (ties: the later)."""
+    if count > len(kept):
+        raise RerankError(f"asked to average {count} checkpoints, and {len(kept)} are kept")
+    if by == "last":
+        return sorted(kept)[-count:]
+    return sorted(sorted(kept, key=lambda u: (kept[u], -u))[:count])
+
+
+def average_weights(states: Sequence[dict[str, Tensor]]) -> dict[str, Tensor]:
+    """The element-wise mean of state dicts with the same names and shapes (summed in float64, stored in each
+    tensor's own dtype); a tensor that is not floating point must be the same in all."""
+    if not states:
+        raise ValueError("no weights to average")
+    names = list(states[0])
+    averaged: dict[str, Tensor] = {}
+    for name in names:
+        tensors = [state[name] for state in states]
+        first = tensors[0]
+        if any(t.shape != first.shape for t in tensors):
+            raise RerankError(f"{name}: the checkpoints' shapes differ")
+        if first.is_floating_point():
+            averaged[name] = (torch.stack([t.double() for t in tensors]).mean(0)).to(first.dtype)
+        elif all(torch.equal(t, first) for t in tensors[1:]):
+            averaged[name] = first.clone()
+        else:
+            raise RerankError(f"{name}: not a floating-point tensor, and it differs between checkpoints")
+    return averaged
+
+
+def average_model(model_dir: str | os.PathLike[str], output_dir: str | os.PathLike[str], count: int,
+                  by: Literal["last", "best"]) -> list[int]:
+    """Write ``output_dir`` as a model directory whose weights are the mean of ``count`` kept checkpoints of
+    ``model_dir``; returns the updates of those averaged."""
+    source, target = Path(model_dir), Path(output_dir)
+    if target.exists() and target.resolve() == source.resolve():
+        raise RerankError(f"{target}: the averaged model goes into a new directory, not the one it is made from")
+    chosen = select_checkpoints(kept_checkpoints(source), count, by)
+    states = []
+    for updates in chosen:
+        path = checkpoint_path(source, updates)
+        weights = load_state(path).get("model")
+        if not isinstance(weights, dict):
+            raise RerankError(f"{path}: refused: no weights in it")
+        states.append(weights)
+    if any(set(state) != set(states[0]) for state in states):
+        raise RerankError(f"{source / CHECKPOINTS_DIR}: the checkpoints hold different weights")
+    target.mkdir(parents=True, exist_ok=True)
+    for name in _COPIED:
+        if (source / name).exists():
+            with atomic_binary_output(target / name) as out:
+                out.write((source / name).read_bytes())
+    save_state({"model": average_weights(states)}, target / WEIGHTS)
+    return chosen
