@@ -41,6 +41,7 @@ class NeuralTranslationModel:
         max_tokens: int | None = None  # padded target tokens per batch
         window: int | None = None  # hypotheses sorted and scored together
         device: str = "cpu"
+        precision: str = "fp32"  # or int8, on the CPU: the models' matrix multiplies with int8 weights
 
         @property
         def models(self) -> tuple[str, ...]:
@@ -49,6 +50,8 @@ class NeuralTranslationModel:
         def __post_init__(self) -> None:
             if not self.models:
                 raise ValueError("model: name at least one model directory")
+            if self.precision not in ("fp32", "int8"):
+                raise ValueError(f"precision: fp32 or int8, not {self.precision!r}")
 
     needs_source = True
 
@@ -64,7 +67,7 @@ class NeuralTranslationModel:
         from rerank.search.scoring import Scorer, ScoringConfig
 
         try:
-            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
+            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window", "precision")
                                        if (value := getattr(config, key)) is not None})
         except ValueError as e:
             raise ConfigError(f"nmt feature ({', '.join(config.models)}): {e}") from None

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="features to add, e.g. configs/rescore.yaml")
     parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
                         help="sentences scored together (default from the config: 64)")
+    parser.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
+                        help="the nmt features' matrix multiplies, over their configs' precision: fp32, or int8 "
+                             "weights quantized per output row, on the CPU")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
     add_shard_argument(parser, "sentences")
@@ -96,6 +99,8 @@ def _spec(kind: str, **options: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from rerank.config import load_config, with_overrides
     from rerank.errors import RerankError
     from rerank.features.registry import read_specs
@@ -113,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
                           "--unk-vocab, --unk-corpus")
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
     specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
+    if args.precision is not None:
+        specs = [dataclasses.replace(spec, config=dataclasses.replace(spec.config, precision=args.precision))
+                 if hasattr(spec.config, "precision") else spec for spec in specs]
     needy = [spec.label for spec in specs if spec.needs_source]
     if needy and args.source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
@@ -138,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         settings = {key: getattr(args, key) for key in ("config", "source", "model", "device", "lm", "lm_label",
                                                         "lm_oov", "word_penalty",
                                                         "wp_label", "unk_vocab", "unk_corpus", "shortlist",
-                                                        "unk_label")}
+                                                        "unk_label", "precision")}
         settings["batch_sentences"] = batch_sentences
         write_manifest(args.output, reader, command="score-nbest", kind="n-best list", settings=settings)
         if first is None:

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     speed.add_argument("--threads", type=positive_int, action=StoreOnce, metavar="N",
                        help="CPU threads (default: all cores)")
     speed.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    speed.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
+                       help="the model's matrix multiplies: fp32 (default), or int8 weights quantized per output "
+                            "row, on the CPU (faster, scores within a few hundredths of a nat)")
     ray = parser.add_argument_group("Ray cluster")
     ray.add_argument("--ray", nargs="?", const="", action=StoreOnce, metavar="ADDRESS",
                      help="score on Ray workers: on the cluster at ADDRESS (host:6379, ray://host:10001), 'local' "
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
                                       args.weight)
             if args.threads:
                 torch.set_num_threads(args.threads)
-            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window")
+            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window", "precision")
                                        if (value := getattr(args, key)) is not None})
             if cluster is not None and num_scores is not None:
                 from rerank.search.ray_table import score_phrase_table_ray
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if reader is not None:
             write_manifest(args.output, reader, command="score-table", kind="phrase table",
                            settings={"model": args.model, "encoding": args.encoding, "window": args.window,
-                                     "max_tokens": args.max_tokens})
+                                     "max_tokens": args.max_tokens, "precision": args.precision})
             if first is None:
                 logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
         elif first is None:

@@ -85,6 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     device = parser.add_argument_group("device")
     device.add_argument("--device", default="cpu", help="torch device (default cpu)")
     device.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (default: torch's)")
+    device.add_argument("--precision", choices=("fp32", "int8"), default="fp32",
+                        help="the models' matrix multiplies: fp32 (default), or int8 weights quantized per output "
+                             "row, on the CPU")
     add_shard_argument(parser, "lines", "the lines before it are counted, for the sentence ids")
 
 
@@ -159,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
             sentences = [line.split() for _, line in reader.lines()]
         first_id = reader.lines_before() if sentences else 0
     device = torch_device(args.device)
-    loaded = ensemble([load_model(directory, device) for directory in args.model])
+    loaded = ensemble([load_model(directory, device, precision=args.precision) for directory in args.model])
     label = label or default_label(loaded.config)
     if args.weights:
         config = dataclasses.replace(config, weights=read_feature_weights(args.weights, label))
@@ -187,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     if args.shard is not None:
         settings = {key: getattr(args, key) for key in ("model", "beam", "nbest", "length_penalty", "alpha", "weights",
                                                         "max_ratio", "label", "unk_replace", "dictionary",
-                                                        "phrase_table")}
+                                                        "phrase_table", "precision")}
         settings["batch_size"] = batch_size
         for path, kind in ((args.output, "n-best list" if args.nbest else "translations"),
                            (args.alignments, "alignments"), (args.attention, "attention")):

@@ -97,8 +97,9 @@ def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str
 
 
 def load_model(directory: str | os.PathLike[str], device: str | torch.device = "cpu",
-               weights_file: str = WEIGHTS) -> LoadedModel:
-    """The model in ``directory`` (see the module docstring), in evaluation mode."""
+               weights_file: str = WEIGHTS, precision: str = "fp32") -> LoadedModel:
+    """The model in ``directory`` (see the module docstring), in evaluation mode, its matrix multiplies in
+    ``precision`` (fp32, or int8 on the CPU: :meth:`Seq2Seq.set_precision`)."""
     directory = Path(directory)
     config = read_model_config(directory)
     src_vocab, trg_vocab = load_vocabularies(directory, config)
@@ -106,6 +107,10 @@ def load_model(directory: str | os.PathLike[str], device: str | torch.device = "
     path = directory / weights_file
     load_model_weights(model, load_state(path, device).get("model"), path)
     model.to(device).eval()
+    try:
+        model.set_precision(precision)
+    except ValueError as e:
+        raise RerankError(f"{directory}: {e}") from None
     return LoadedModel(model, src_vocab, trg_vocab, config, directory)
 
 

@@ -40,7 +40,7 @@ class EncoderDecoder(Seq2Seq):
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
         self.tables.clear()
-        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return super()._apply(fn, recurse)
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         _, final = self.encoder(src, src_len)  # (1, B, H)
@@ -56,8 +56,14 @@ class EncoderDecoder(Seq2Seq):
         states = [hidden]
         for parents, words in levels:
             hidden = hidden.index_select(0, parents)
-            gates_x = torch.addmm(bias_ih, self.encoder.dropout(self.encoder.embed(words)), weight_ih.t())
-            hidden = gru_update(gates_x, torch.addmm(bias_hh, hidden, weight_hh.t()), hidden)
+            embedded = self.encoder.dropout(self.encoder.embed(words))
+            if self.int8 is not None:
+                gates_x = self.int8.affine("encoder.input", embedded, weight_ih, bias_ih)
+                gates_h = self.int8.affine("encoder.hidden", hidden, weight_hh, bias_hh)
+            else:
+                gates_x = torch.addmm(bias_ih, embedded, weight_ih.t())
+                gates_h = torch.addmm(bias_hh, hidden, weight_hh.t())
+            hidden = gru_update(gates_x, gates_h, hidden)
             states.append(hidden)
         return torch.cat(states)
 
@@ -100,10 +106,13 @@ class EncoderDecoder(Seq2Seq):
         gates_c, source_part = self._source_parts(state)
         weight_ih, _, weight_hh, bias_hh = self._gru_weights()
         embedding_weight = weight_ih[:, : self.config.embedding_size]  # (3H, E)
-        gates = (embedded @ embedding_weight.t()).add_(gates_c[:, None, :])  # (B, T, 3H), all steps at once
+        if self.int8 is not None:
+            gates = self.int8.affine("decoder.embedding", embedded, embedding_weight).add_(gates_c[:, None, :])
+        else:
+            gates = (embedded @ embedding_weight.t()).add_(gates_c[:, None, :])  # (B, T, 3H), all steps at once
         hidden, states = state.hidden, []
         for step_gates in gates.unbind(1):
-            hidden = gru_update(step_gates, torch.addmm(bias_hh, hidden, weight_hh.t()), hidden)
+            hidden = gru_update(step_gates, self._hidden_gates(hidden, weight_hh, bias_hh), hidden)
             states.append(hidden)
         rows = keep.nonzero()[:, 0]
         return self.output.features_with_source_part(torch.stack(states, dim=1)[keep], embedded[keep],
@@ -112,7 +121,7 @@ class EncoderDecoder(Seq2Seq):
     def step_features(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         gates_c, source_part = self._source_parts(state)
         weight_ih, _, weight_hh, bias_hh = self._gru_weights()
-        hidden_gates = torch.addmm(bias_hh, state.hidden, weight_hh.t())
+        hidden_gates = self._hidden_gates(state.hidden, weight_hh, bias_hh)
         if self.training:  # dropout on the embeddings
             embedded = self.dropout(self.embed(prev))  # (B, E)
             gates = torch.addmm(gates_c, embedded, weight_ih[:, : self.config.embedding_size].t())
@@ -124,6 +133,12 @@ class EncoderDecoder(Seq2Seq):
             hidden = gru_update(gates_c + words[:, :size], hidden_gates, state.hidden)
             features = self.output.features_from_parts(hidden, None, source_part + words[:, size:])
         return features, dataclasses.replace(state, hidden=hidden, step=state.step + 1)
+
+    def _hidden_gates(self, hidden: Tensor, weight_hh: Tensor, bias_hh: Tensor) -> Tensor:
+        """The decoder GRU's W_h h + b_h (B, 3H)."""
+        if self.int8 is not None:
+            return self.int8.affine("decoder.hidden", hidden, weight_hh, bias_hh)
+        return torch.addmm(bias_hh, hidden, weight_hh.t())
 
     def _word_table(self) -> Tensor:
         """[W_e E_v, V_o E_v] (V, 3H + units · pool): each target word's part of the GRU's input gates and of

@@ -6,6 +6,7 @@ C context (annotation) size, V vocabulary.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,6 +61,61 @@ class WordTables:
         return found[1]
 
 
+PRECISIONS = ("fp32", "int8")
+
+
+class Int8Matrices:
+    """int8 copies of a model's weight matrices, for inference on the CPU.
+
+    Each matrix W (out, in) is quantized per output row, symmetrically: row k becomes round(W_k / s_k)
+    in [-127, 127] with s_k = max |W_k| / 127, and is packed once for fbgemm. A product runs
+    ``torch.ops.quantized.linear_dynamic``: the input rows are quantized on the fly to unsigned 8 bits
+    over their own range (7 bits, so that AVX2's pairwise int16 sums cannot saturate), the products
+    are summed in int32 and scaled back to float32, the bias added in float32.
+
+    Each call site names its matrix; the packed copy is made on first use and again whenever one of
+    the tensors it was made from has changed (as :class:`WordTables`). No gradient flows through it:
+    for inference only.
+    """
+
+    def __init__(self) -> None:
+        self._packed: dict[str, tuple[tuple[int, ...], Any]] = {}
+
+    def clear(self) -> None:
+        self._packed.clear()
+
+    def linear(self, name: str, x: Tensor, sources: Sequence[Tensor],
+               matrix: Callable[[], tuple[Tensor, Tensor | None]]) -> Tensor:
+        """x W^T + b (..., out) for x (..., in), where ``matrix`` gives W and b (or None), computed from
+        ``sources``; in float32, returned in x's dtype."""
+        key = tuple(v for t in sources for v in (t.data_ptr(), t._version, *t.shape))
+        slot = f"{name}@{key[0]}"  # the models of an ensemble share one set: each its own copies
+        found = self._packed.get(slot)
+        if found is None or found[0] != key:
+            with torch.no_grad():
+                weight, bias = matrix()
+                found = key, pack_int8(weight, bias)
+            self._packed[slot] = found
+        result: Tensor = torch.ops.quantized.linear_dynamic(x.float().contiguous(), found[1], True)
+        return result.to(x.dtype)
+
+    def affine(self, name: str, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+        """x W^T + b for a weight (out, in) and bias (out,) that are tensors of the model (or views of them)."""
+        sources = [weight] if bias is None else [weight, bias]
+        return self.linear(name, x, sources, lambda: (weight, bias))
+
+
+def pack_int8(weight: Tensor, bias: Tensor | None) -> Any:
+    """``weight`` (out, in) quantized symmetrically per output row and packed with ``bias`` for fbgemm."""
+    weight = weight.detach().float().contiguous()
+    scales = (weight.abs().amax(dim=1) / 127).clamp_min(torch.finfo(torch.float32).tiny).double()
+    zero_points = torch.zeros(weight.shape[0], dtype=torch.long)
+    with warnings.catch_warnings():  # the quantized tensor is only the packing routine's input format
+        warnings.simplefilter("ignore", UserWarning)
+        quantized = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)
+    return torch.ops.quantized.linear_prepack(quantized, None if bias is None else bias.detach().float())
+
+
 class Maxout(nn.Module):
     """A linear layer followed by a max over pools of ``pool`` units (Goodfellow et al. 2013)."""
 
@@ -89,6 +145,7 @@ class DeepOutput(nn.Module):
         self.state_size, self.embedding_size, self.context_size = state_size, embedding_size, context_size
         self.dropout = nn.Dropout(dropout)
         self.project = nn.Linear(units, vocab_size)
+        self.int8: Int8Matrices | None = None  # set for int8 inference (Seq2Seq.set_precision)
 
     def forward(self, state: Tensor, embedded: Tensor, context: Tensor) -> Tensor:  # (..., *) -> (..., V)
         hidden = self.maxout(torch.cat([state, embedded, context], dim=-1))
@@ -97,7 +154,12 @@ class DeepOutput(nn.Module):
     def features(self, state: Tensor, embedded: Tensor, context: Tensor, keep: Tensor | None = None) -> Tensor:
         """The projection's input, t_i after dropout (N, units), from inputs (N, *); ``keep`` (B, T): the
         positions the N rows come from, for the dropout mask (:func:`dropout_rows`)."""
-        return self._dropped(self.maxout(torch.cat([state, embedded, context], dim=-1)), keep)
+        inputs = torch.cat([state, embedded, context], dim=-1)
+        if self.int8 is not None:
+            linear = self.maxout.linear
+            return self._dropped(self.maxout.pool_max(self.int8.affine("maxout", inputs, linear.weight, linear.bias)),
+                                 keep)
+        return self._dropped(self.maxout(inputs), keep)
 
     def source_part(self, context: Tensor) -> Tensor:
         """C_o c + b (..., units · pool): the part of the maxout layer's input that a constant context gives."""
@@ -116,6 +178,14 @@ class DeepOutput(nn.Module):
         the word's part with the bias (:meth:`word_part`), or with ``context`` None the word's and the
         context's parts (:meth:`source_part`)."""
         weight = self.maxout.linear.weight
+        if self.int8 is not None:
+            if context is None:
+                y = parts + self.int8.affine("maxout.state", state, weight[:, : self.state_size])
+            else:
+                columns = weight[:, : self.state_size], weight[:, self.context_columns()]
+                y = parts + self.int8.linear("maxout.state_context", torch.cat([state, context], dim=-1), [weight],
+                                             lambda: (torch.cat(columns, dim=1), None))
+            return self.dropout(self.maxout.pool_max(y))
         y = torch.addmm(parts, state, weight[:, : self.state_size].t())
         if context is not None:
             y = torch.addmm(y, context, weight[:, self.context_columns()].t())
@@ -127,7 +197,10 @@ class DeepOutput(nn.Module):
         linear = self.maxout.linear
         inputs = torch.cat([state, embedded], dim=-1)
         columns = slice(0, self.context_columns().start)
-        y = torch.addmm(source_part, inputs, linear.weight[:, columns].t())
+        if self.int8 is not None:
+            y = source_part + self.int8.affine("maxout.state_embedding", inputs, linear.weight[:, columns])
+        else:
+            y = torch.addmm(source_part, inputs, linear.weight[:, columns].t())
         return self._dropped(self.maxout.pool_max(y), keep)
 
     def context_columns(self) -> slice:
@@ -238,14 +311,17 @@ def dropout_rows(x: Tensor, keep: Tensor, p: float, training: bool) -> Tensor:
 OUTPUT_BLOCK_ROWS = 256  # logits rows computed at a time: a (256, V) block stays in cache between its passes
 
 
-def gold_log_probs(features: Tensor, layer: nn.Linear, gold: Tensor, rows: int = OUTPUT_BLOCK_ROWS) -> Tensor:
+def gold_log_probs(features: Tensor, layer: nn.Linear, gold: Tensor, rows: int = OUTPUT_BLOCK_ROWS,
+                   int8: Int8Matrices | None = None) -> Tensor:
     """ln softmax(layer(features))[gold] (N,) for features (N, U) and gold ids (N,), without a (N, V) tensor.
 
     The logits are computed ``rows`` rows at a time, normalised and read while the block is in
     cache. When a gradient is needed, each block's gradient is computed in the same pass
     (:class:`_GoldLogProbs`): the (N, V) logits are neither kept for the backward pass nor
-    computed again.
+    computed again. With ``int8`` (inference only) the logits come from the layer's int8 copy.
     """
+    if int8 is not None:
+        return _int8_blocks(features, layer, int8, rows, np.arange(len(gold)), gold)
     if torch.is_grad_enabled() and (features.requires_grad or layer.weight.requires_grad):
         bias = layer.bias if layer.bias is not None else features.new_zeros(layer.weight.shape[0])
         result: Tensor = _GoldLogProbs.apply(features, layer.weight, bias, gold, rows)  # type: ignore[no-untyped-call]
@@ -316,13 +392,33 @@ class _GoldLogProbs(torch.autograd.Function):
 
 
 @torch.no_grad()
+def _int8_blocks(features: Tensor, layer: nn.Linear, int8: Int8Matrices, rows: int, nodes: np.ndarray | Tensor,
+                 ids: np.ndarray | Tensor) -> Tensor:
+    """ln softmax(layer(features[nodes[e]]))[ids[e]] (E,) with the layer's int8 copy, ``rows`` rows at a time."""
+    nodes, ids = torch.as_tensor(nodes, device=features.device), torch.as_tensor(ids, device=features.device)
+    out = features.new_empty(len(nodes))
+    bounds = torch.searchsorted(nodes, torch.arange(0, features.shape[0] + rows, rows, device=features.device))
+    for block, start in enumerate(range(0, features.shape[0], rows)):
+        first, last = int(bounds[block]), int(bounds[block + 1])
+        if first == last:
+            continue
+        logits = int8.affine("output", features[start: start + rows], layer.weight, layer.bias)
+        log_probs = torch.log_softmax(logits, dim=-1)
+        out[first:last] = log_probs[nodes[first:last] - start, ids[first:last]]
+    return out
+
+
+@torch.no_grad()
 def node_log_probs(features: Tensor, layer: nn.Linear, nodes: np.ndarray, ids: np.ndarray,
-                   rows: int = OUTPUT_BLOCK_ROWS) -> Tensor:
+                   rows: int = OUTPUT_BLOCK_ROWS, int8: Int8Matrices | None = None) -> Tensor:
     """ln softmax(layer(features[nodes[e]]))[ids[e]] (E,) for every entry e; ``nodes`` (E,) sorted.
 
     Every row of ``features`` (N, U) is normalised once, ``rows`` rows at a time, however many
     entries read it: the prefixes shared by several targets (:mod:`rerank.search.scoring`). No gradient.
+    With ``int8``, the logits come from the layer's int8 copy.
     """
+    if int8 is not None:
+        return _int8_blocks(features, layer, int8, rows, nodes, ids)
     out = features.new_empty(len(nodes))
     bounds = np.searchsorted(nodes, np.arange(0, features.shape[0] + rows, rows))
     device = features.device

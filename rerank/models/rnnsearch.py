@@ -111,7 +111,7 @@ class RNNSearch(Seq2Seq):
 
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), .cuda() ...: new weights
         self.tables.clear()
-        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        return super()._apply(fn, recurse)
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         annotations, final = self.encoder(src, src_len)  # (B, S, 2H), (2, B, H)
@@ -186,7 +186,7 @@ class RNNSearch(Seq2Seq):
             contexts, _ = self._attend(states, state, state.step)  # (B, T, C)
             attentional = self._attentional(contexts[keep], states[keep])
             return dropout_rows(attentional, keep, self.output_dropout.p, self.training)
-        gates = self.input_gates(embedded)  # (B, T, 3H)
+        gates = self._input_gates(embedded)  # (B, T, 3H)
         if self._fused_attention() and torch.is_grad_enabled():  # training: the backward pass by hand
             recurrent = _FusedRecurrence(self, state)
             states, contexts = _Recurrence.apply(  # type: ignore[no-untyped-call]
@@ -220,7 +220,7 @@ class RNNSearch(Seq2Seq):
             features = self.output_dropout(self._attentional(contexts, states))[:, 0]
             return features, dataclasses.replace(state, hidden=states[:, 0], attention=weights[:, 0],
                                                  step=state.step + 1)
-        gates = self.input_gates(embedded)
+        gates = self._input_gates(embedded)
         if self._fused_attention():
             hidden, context, weights = _FusedRecurrence(self, state).step(gates)
             new = dataclasses.replace(state, hidden=hidden, attention=weights, step=state.step + 1)
@@ -229,6 +229,12 @@ class RNNSearch(Seq2Seq):
         if self.luong:
             return self.output_dropout(context), new
         return self.deep_output.features(new.hidden, embedded, context), new
+
+    def _input_gates(self, embedded: Tensor) -> Tensor:
+        """W_i E y + b_i (..., 3H)."""
+        if self.int8 is not None:
+            return self.int8.affine("input_gates", embedded, self.input_gates.weight, self.input_gates.bias)
+        return self.input_gates(embedded)
 
     def _word_table(self) -> Tensor:
         """[W_i E_v + b_i, V_o E_v + b_o] (V, 3H + units · pool): each target word's input-side gates and its
@@ -266,16 +272,25 @@ class _FusedRecurrence:
         self.extra = model.extra_gates.weight  # (3H, C)
         self.keys, self.proj_keys, self.pad_mask = state.keys, state.proj_keys, state.pad_mask
         self.hidden = state.hidden
+        self.int8 = model.int8
+        self.sources = [model.hidden_gates.weight, attention.query_layer.weight, bias]
 
     def step(self, input_gates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """s_i (B, H), c_i (B, C) and α_i (B, S) from the input-side gates W_i E y_{i-1} + b_i (B, 3H)."""
-        projected = torch.addmm(self.bias, self.hidden, self.weight.t())  # (B, 3H + A)
+        if self.int8 is not None:
+            projected = self.int8.linear("hidden_query", self.hidden, self.sources, lambda: (self.weight, self.bias))
+        else:
+            projected = torch.addmm(self.bias, self.hidden, self.weight.t())  # (B, 3H + A)
         hidden_gates, query = projected[:, : 3 * self.size], projected[:, 3 * self.size:]
         energies = tanh_(query[:, None, :] + self.proj_keys) @ self.energy  # (B, S)
         energies = energies.masked_fill(self.pad_mask, torch.finfo(energies.dtype).min)
         weights = torch.softmax(energies, dim=-1)  # exactly 0 at padding: a source has at least </s>
         context = torch.bmm(weights[:, None, :], self.keys)[:, 0]  # (B, C)
-        self.hidden = gru_update(torch.addmm(input_gates, context, self.extra.t()), hidden_gates, self.hidden)
+        if self.int8 is not None:
+            gates = input_gates + self.int8.affine("extra_gates", context, self.extra)
+        else:
+            gates = torch.addmm(input_gates, context, self.extra.t())
+        self.hidden = gru_update(gates, hidden_gates, self.hidden)
         return self.hidden, context, weights
 
 

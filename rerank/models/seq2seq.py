@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
-from rerank.models.layers import gold_log_probs
+from rerank.models.layers import PRECISIONS, Int8Matrices, gold_log_probs
 from rerank.models.vocab import BOS_ID, PAD_ID
 
 
@@ -87,6 +87,32 @@ class Seq2Seq(nn.Module):
         self.config = config
         self.src_vocab_size = src_vocab_size
         self.trg_vocab_size = trg_vocab_size
+        self.int8: Int8Matrices | None = None  # int8 inference (set_precision)
+
+    def set_precision(self, precision: str) -> None:
+        """``fp32``, or ``int8``: the fast paths' matrix multiplies (the decoder's recurrence and output layers,
+        the encoder-decoder's encoder steps) with int8 weights quantized per output row (:class:`Int8Matrices`),
+        for inference on the CPU. The reference path, the training path and the GRU modules stay in fp32."""
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision == "int8" and any(p.device.type != "cpu" for p in self.parameters()):
+            raise ValueError("precision int8 runs on the CPU only")
+        int8 = Int8Matrices() if precision == "int8" else None
+        for module in self.modules():
+            if hasattr(module, "int8"):
+                setattr(module, "int8", int8)  # noqa: B010
+
+    def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), ...: new weights, new int8 copies
+        if self.int8 is not None:
+            self.int8.clear()
+        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+
+    def output_logits(self, features: Tensor) -> Tensor:
+        """The output layer's logits (..., V) from features (..., U)."""
+        layer = self.output_layer
+        if self.int8 is not None:
+            return self.int8.affine("output", features, layer.weight, layer.bias)
+        return layer(features)
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """The initial decoder state for sources (B, S) of lengths (B,)."""
@@ -127,7 +153,7 @@ class Seq2Seq(nn.Module):
         if self.reference:
             return self.step_reference(prev, state)
         features, state = self.step_features(prev, state)
-        return torch.log_softmax(self.output_layer(features), dim=-1), state
+        return torch.log_softmax(self.output_logits(features), dim=-1), state
 
     def logits(self, src: Tensor, src_len: Tensor, trg: Tensor) -> Tensor:
         """Logits (B, T, V) predicting ``trg`` (B, T) (words then ``</s>``, padded) from the sources."""
@@ -159,7 +185,8 @@ class Seq2Seq(nn.Module):
             logits, _ = self.teacher_forced(state, shift_right(trg))
             return token_log_probs(logits, trg).sum(-1)
         keep = trg != PAD_ID
-        log_probs = gold_log_probs(self.features(state, shift_right(trg), keep), self.output_layer, trg[keep])
+        log_probs = gold_log_probs(self.features(state, shift_right(trg), keep), self.output_layer, trg[keep],
+                                   int8=self.int8)
         return sum_rows(log_probs, keep)
 
 

@@ -249,8 +249,7 @@ def step_extensions(model: Seq2Seq, prev: Tensor, state: DecoderState, at_max: T
         log_probs, state = model.step(prev, state)
         return row_extensions(log_probs, at_max, weights, k), state
     features, state = model.step_features(prev, state)
-    layer = model.output_layer
-    parts = [row_extensions(torch.log_softmax(layer(features[start: start + OUTPUT_ROWS]), dim=-1),
+    parts = [row_extensions(torch.log_softmax(model.output_logits(features[start: start + OUTPUT_ROWS]), dim=-1),
                             at_max[start: start + OUTPUT_ROWS], weights, k)
              for start in range(0, features.shape[0], OUTPUT_ROWS)]
     if len(parts) == 1:

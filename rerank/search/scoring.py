@@ -29,7 +29,7 @@ import torch
 from rerank.formats.tokens import Pair
 from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
-from rerank.models.layers import node_log_probs
+from rerank.models.layers import PRECISIONS, node_log_probs
 from rerank.models.seq2seq import DecoderState, Seq2Seq, concat_states, narrow_source
 from rerank.models.vocab import BOS_ID, Vocabulary
 
@@ -49,8 +49,11 @@ class ScoringConfig:
     window_source_tokens: int = 65536
     max_tokens: int = 4096
     share_prefixes: bool = True
+    precision: str = "fp32"  # or int8: the model's matrix multiplies with int8 weights (Seq2Seq.set_precision)
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         for name in ("window", "window_source_tokens", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
@@ -68,6 +71,7 @@ class Scorer:
         self.trg_vocab = trg_vocab
         self.config = config or ScoringConfig()
         self.device = next(model.parameters()).device
+        model.set_precision(self.config.precision)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str], device: str | torch.device = "cpu",
@@ -145,7 +149,7 @@ class Scorer:
             step_features, state = self.model.step_features(torch.as_tensor(words, device=device), state)
             features.append(step_features)
         nodes, words, targets = trie.predictions()
-        log_probs = node_log_probs(torch.cat(features), self.model.output_layer, nodes, words)
+        log_probs = node_log_probs(torch.cat(features), self.model.output_layer, nodes, words, int8=self.model.int8)
         return np.bincount(targets, weights=log_probs.double().cpu().numpy(), minlength=trie.size)
 
     def encode(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
