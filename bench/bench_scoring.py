@@ -18,6 +18,9 @@ training data (throughput does not depend on the weights), it prints:
   ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
   distinct source of a window, then a decoder pass per pair (reference) or a decoder step per
   distinct prefix (fast), at their own lengths;
+* with ``--precisions fp32 int8`` (the default), the fast path in fp32 and with int8 weights
+  (:meth:`rerank.models.seq2seq.Seq2Seq.set_precision`), timed in turn, their ratio, and the
+  distribution of the int8 scores' differences from the fp32 ones;
 * peak resident memory of this process;
 * with ``--profile``, where the fast path's time went, by torch operator (see ``OpProfile`` in
   ``bench/machine.py``): the matrix multiplies' time and rate, the largest other operators, the time
@@ -39,7 +42,10 @@ ignored (one run).
     python bench/bench_scoring.py --threads 1 2 --repeat 3
     python bench/bench_scoring.py --configs encdec-small --model runs/encdec-small --full-table
     python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 1
-    python bench/bench_scoring.py --device cuda --configs rnnsearch-small --workloads --naive 0 --full-table
+    python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 2 \
+        --workloads table --pairs 5000 --naive 0 --no-reference --repeat 3
+    python bench/bench_scoring.py --device cuda --precisions fp32 --configs rnnsearch-small --workloads \
+        --naive 0 --full-table
 """
 
 from __future__ import annotations
@@ -112,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
     parser.add_argument("--workloads", nargs="*", choices=["table", "nbest"], default=["table", "nbest"])
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
+    parser.add_argument("--no-reference", action="store_true", help="time the fast path only")
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "int8"], default=["fp32", "int8"],
+                        help="the fast path's precisions, timed in turn with the reference path (fp32) "
+                             "(default: both; int8 runs on the CPU only)")
     add_profile_argument(parser, "the fast path")
     add_device_argument(parser)
     args = parser.parse_args(argv)
@@ -131,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if gpu:
         print(f"{describe_gpu(device)}; CPU threads do not matter here: one run, no thread loop")
     disagreements: list[str] = []
+    if gpu and "int8" in args.precisions:
+        parser.error("int8 runs on the CPU only: give --precisions fp32 with --device cuda")
+    precisions = args.precisions
     for name in args.configs:
         scorer = make_scorer(name, args.model, device, args.data)
         reference = Scorer(scorer.model, scorer.src_vocab, scorer.trg_vocab, ScoringConfig(share_prefixes=False))
@@ -149,21 +162,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where = f"on {device}" if gpu else f"{threads} thread(s)"
                 if not gpu:
                     torch.set_num_threads(threads)
-                runs: dict[str, list[tuple[float, float, float]]] = {"fast": [], "reference": []}
+                paths = [*(fast_path(p) for p in precisions), *["reference"] * (not args.no_reference)]
+                runs: dict[str, list[tuple[float, float, float]]] = {path: [] for path in paths}
                 memory = dict.fromkeys(runs, 0)
                 scores = {}
-                for path, work in (("fast", scorer), ("reference", reference)):  # warm-up, untimed
+                for path in paths:  # warm-up, untimed
+                    scorer.model.set_precision("int8" if path == "fast int8" else "fp32")
+                    work = reference if path == "reference" else scorer
                     with reference_path(scorer.model, path == "reference"):
                         score_all(work, workload.pairs[:WARM_UP_PAIRS])
                 for _ in range(args.repeat):
-                    for path, work in (("fast", scorer), ("reference", reference)):
+                    for path in paths:
+                        scorer.model.set_precision("int8" if path == "fast int8" else "fp32")
+                        work = reference if path == "reference" else scorer
                         with reference_path(scorer.model, path == "reference"):
                             scores[path], timing, peak = timed(functools.partial(score_all, work, workload.pairs), on)
                         runs[path].append(timing)
                         memory[path] = max(memory[path], peak)
-                for path in ("fast", "reference"):
-                    report(f"  {path}, {where}", workload.unit, len(workload.pairs), flops[path],
+                scorer.model.set_precision("fp32")
+                for path in paths:
+                    report(f"  {path}, {where}", workload.unit, len(workload.pairs), flops[path.split()[0]],
                            runs[path], memory[path] if gpu else None)
+                if "fast int8" in runs and "fast" in runs:
+                    compare_int8(runs["fast"], runs["fast int8"], scores["fast"], scores["fast int8"], where)
+                if "fast" not in runs or "reference" not in runs:
+                    continue
                 ratio = [r[1] / f[1] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
                 ratio_cpu = [r[2] / f[2] for f, r in zip(runs["fast"], runs["reference"], strict=True)]
                 difference = np.abs(np.array(scores["fast"]) - np.array(scores["reference"])).max()
@@ -195,6 +218,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(disagreements) + f" (more than {TOLERANCE:g} allowed)", file=sys.stderr)
         return 1
     return 0
+
+
+def fast_path(precision: str) -> str:
+    return "fast" if precision == "fp32" else f"fast {precision}"
+
+
+def compare_int8(fp32: list[tuple[float, float, float]], int8: list[tuple[float, float, float]],
+                 fp32_scores: list[float], int8_scores: list[float], where: str) -> None:
+    """The int8 fast path's speed-up over the fp32 one (runs taken in turn), and how far its ln p moved."""
+    ratio = [f[1] / i[1] for f, i in zip(fp32, int8, strict=True)]
+    difference = np.array(int8_scores) - np.array(fp32_scores)
+    quantiles = np.quantile(np.abs(difference), [0.5, 0.9, 0.99, 1.0])
+    print(f"  int8/fp32 (fast path), {where}: {statistics.median(ratio):.2f}x by the wall clock "
+          f"(runs {', '.join(f'{r:.2f}' for r in ratio)}); ln p int8 - fp32: mean {difference.mean():+.4f}, "
+          f"|difference| median {quantiles[0]:.4f}, 90% {quantiles[1]:.4f}, 99% {quantiles[2]:.4f}, "
+          f"max {quantiles[3]:.4f}", flush=True)
 
 
 def make_scorer(name: str, model_dir: Path | None, device: torch.device | None = None,

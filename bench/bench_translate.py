@@ -11,7 +11,10 @@ taking turns, by the wall clock and per CPU second; the matrix-multiply FLOPs of
 one sentence at a time (``beam_search`` on batches of one) against batched decoding of the same
 ``--single-sentences`` sentences (the "batching" column); and whether all gave the same
 translations. It exits with status 1 when the fast and the reference path give different best
-translations for more than ``MAX_DIFFERENT`` (0.5%) of the sentences at any beam. Beside them,
+translations for more than ``MAX_DIFFERENT`` (0.5%) of the sentences at any beam. With ``--precisions
+fp32 int8`` (the default) the fast search also runs with int8 weights
+(:meth:`rerank.models.seq2seq.Seq2Seq.set_precision`), in turn with fp32, and prints its rate, the
+ratio of each pair of runs and how many best translations are the same as fp32's. Beside them,
 the ceiling that batching can reach: how much faster the largest matrix multiply of a decoding
 step (the output layer, ``rows × units`` by ``units × vocabulary``) runs per row at batch·beam
 rows than at the beam's own rows, since one sentence with a beam of K already multiplies K rows at
@@ -21,7 +24,9 @@ profiler (see ``OpProfile`` in ``bench/machine.py``).
 
     python bench/bench_translate.py --model runs/rnnsearch-small
     python bench/bench_translate.py                  # random weights with the small config's sizes
-    python bench/bench_translate.py --model runs/rnnsearch-small --device cuda
+    python bench/bench_translate.py --model examples/models/rnnsearch --beams 10 --sentences 300 --threads 2 \
+        --repeat 3 --no-reference
+    python bench/bench_translate.py --model runs/rnnsearch-small --device cuda --precisions fp32
 
 With ``--device cuda`` the model and the searches run on the GPU, the clocks are read after
 synchronising, the share is of the GPU's fp32 rate (no TF32, torch's default; the TF32 and bf16
@@ -135,11 +140,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     add_profile_argument(parser, "each path")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "int8"], default=["fp32", "int8"],
+                        help="the fast path's precisions, timed in turn (default: both; int8 on the CPU only)")
+    parser.add_argument("--no-reference", action="store_true", help="time the fast path only (and no one-at-a-time)")
     add_device_argument(parser)
     args = parser.parse_args()
     device = device_of(args.device)
     gpu = is_gpu(device)
     check_profile(parser, args.profile, device)
+    if "fp32" not in args.precisions:
+        parser.error("--precisions: fp32 is the baseline, give it too")
+    if gpu and "int8" in args.precisions:
+        parser.error("int8 runs on the CPU only: give --precisions fp32 with --device cuda")
     on = device if gpu else None  # where the searches' tensors go: the CPU's calls stay as they were
     if args.source is None:
         args.source = str(args.data / SOURCE)
@@ -173,18 +185,28 @@ def main() -> None:
     disagreements: list[str] = []
     for beam in args.beams:
         config = SearchConfig(beam_size=beam, length_penalty=LengthPenalty(args.length_penalty))
-        list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size, device))  # warm-up
+        for precision in args.precisions:  # warm-up (and the int8 copies made)
+            model.set_precision(precision)
+            list(translate(model, src_vocab, sentences[:args.batch_size], config, args.batch_size, device))
+        model.set_precision("fp32")
         work = functools.partial(translate_all, model, src_vocab, sentences, config, args.batch_size, device)
         with flop_counter() as counter:
             work()
         flops = counter.get_total_flops()
-        runs: dict[str, list[Timing]] = {"fast": [], "reference": []}
+        paths = ["fast", *["fast int8"] * ("int8" in args.precisions), *["reference"] * (not args.no_reference)]
+        runs: dict[str, list[Timing]] = {path: [] for path in paths}
         outputs = {}
         for _ in range(args.repeat):
             for path in runs:
+                model.set_precision("int8" if path == "fast int8" else "fp32")
                 with reference_path(model, path == "reference"):
                     outputs[path], timing = timed(work, device=on)
                 runs[path].append(timing)
+        model.set_precision("fp32")
+        if "fast int8" in runs:
+            compare_int8(runs["fast"], runs["fast int8"], outputs["fast"], outputs["fast int8"], beam, len(sentences))
+        if args.no_reference:
+            continue
         fast, reference = (min(runs[path], key=lambda t: t.wall) for path in ("fast", "reference"))
         alone, single_timing = timed(functools.partial(one_at_a_time, model, src_vocab, single, config, on),
                                      rate=False, device=on)
@@ -226,6 +248,21 @@ def main() -> None:
                   flush=True)
     if disagreements:
         sys.exit("; ".join(disagreements) + f" (more than {100 * MAX_DIFFERENT:g}% allowed)")
+
+
+def compare_int8(fp32: list[Timing], int8: list[Timing], fp32_outputs: list[list[Hypothesis]],
+                 int8_outputs: list[list[Hypothesis]], beam: int, sentences: int) -> None:
+    """The int8 fast search against the fp32 one, runs taken in turn: sentences/s, the ratio, same outputs."""
+    ratio = [f.wall / i.wall for f, i in zip(fp32, int8, strict=True)]
+    cpu_ratio = [f.cpu / i.cpu for f, i in zip(fp32, int8, strict=True)]
+    same = sum(a[0].tokens == b[0].tokens for a, b in zip(fp32_outputs, int8_outputs, strict=True))
+    best_fp32, best_int8 = min(fp32, key=lambda t: t.wall), min(int8, key=lambda t: t.wall)
+    print(f"beam {beam}: fast fp32 {sentences / best_fp32.wall:.1f} sent/s "
+          f"({sentences / best_fp32.cpu:.1f} per CPU-s), "
+          f"fast int8 {sentences / best_int8.wall:.1f} sent/s ({sentences / best_int8.cpu:.1f} per CPU-s); "
+          f"int8/fp32 median {statistics.median(ratio):.2f}x by the wall clock (runs "
+          f"{', '.join(f'{r:.2f}' for r in ratio)}), {statistics.median(cpu_ratio):.2f}x by CPU time; "
+          f"same best translation for {same}/{sentences} sentences", flush=True)
 
 
 def translate_all(model: Seq2Seq, src_vocab: Vocabulary, sentences: list[list[str]], config: SearchConfig,

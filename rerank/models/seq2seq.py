@@ -97,6 +97,8 @@ class Seq2Seq(nn.Module):
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if precision == "int8" and any(p.device.type != "cpu" for p in self.parameters()):
             raise ValueError("precision int8 runs on the CPU only")
+        if (precision == "int8") == (self.int8 is not None):
+            return  # already so: the int8 copies made are kept
         int8 = Int8Matrices() if precision == "int8" else None
         for module in self.modules():
             if hasattr(module, "int8"):
