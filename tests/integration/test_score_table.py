@@ -88,6 +88,25 @@ def test_one_value_is_appended_and_every_other_byte_kept(table: Path, model_dir:
     assert leftovers(tmp_path) == []
 
 
+def test_precision_fp32_is_the_default_byte_for_byte_and_int8_is_near_it(table: Path, model_dir: Path,
+                                                                         tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    outputs = {}
+    for precision in (None, "fp32", "int8"):
+        out = tmp_path / f"scored.{precision}"
+        code, _, err = run(["score-table", table, "-o", out, "--model", model_dir, "--threads", 1,
+                            *(["--precision", precision] if precision else [])], capsys)
+        assert code == 0, err
+        outputs[precision] = out.read_bytes()
+    assert outputs["fp32"] == outputs[None]
+    assert outputs["int8"] != outputs[None]
+    before = content(table).decode().splitlines()
+    values = {p: np.log([split_added(old, new) for old, new in zip(before, outputs[p].decode().splitlines(),
+                                                                    strict=True)]) for p in ("fp32", "int8")}
+    tokens = np.array([len(line.split(SEPARATOR)[1].split()) + 1 for line in before])
+    assert (np.abs(values["int8"] - values["fp32"]) <= 0.1 * tokens).all()  # see tests/unit/test_int8.py
+
+
 def test_a_pair_beyond_moses_lowest_score_is_floored_not_zero(model_dir: Path, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     long_target = " ".join(["un chien"] * 40)  # 81 tokens with </s>: ln p far below -100

@@ -49,6 +49,14 @@ def test_values_are_the_scorers_log_probabilities(models: dict[str, Path]) -> No
     np.testing.assert_allclose(values[:, 0], list(Scorer.load(models["rnnsearch"]).score(pairs)), rtol=1e-6)
 
 
+def test_precision_int8_scores_near_fp32(models: dict[str, Path]) -> None:
+    pairs = [("a man".split(), "un homme .".split()), ("a girl .".split(), "une fille .".split())]
+    fp32 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"])}).score(pairs)
+    int8 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"]), "precision": "int8"}).score(pairs)
+    assert not np.array_equal(int8, fp32)
+    np.testing.assert_allclose(int8, fp32, rtol=0, atol=0.1 * 4)  # 0.1 nats per token (see tests/unit/test_int8.py)
+
+
 def test_config_errors(models: dict[str, Path], tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="max_tokens must be at least 1"):
         build_feature({"kind": "nmt", "model": str(models["encdec"]), "max_tokens": 0})
@@ -60,6 +68,8 @@ def test_config_errors(models: dict[str, Path], tmp_path: Path) -> None:
         build_feature({"kind": "nmt", "model": str(tmp_path)})
     with pytest.raises(ConfigError, match="used twice: RNN0"):
         build_features([{"kind": "nmt", "model": str(models["encdec"])}] * 2)
+    with pytest.raises(ConfigError, match="precision: fp32 or int8, not 'int4'"):
+        build_feature({"kind": "nmt", "model": str(models["encdec"]), "precision": "int4"})
 
 
 def test_score_nbest_appends_both_models(models: dict[str, Path], test_data: Path, tmp_path: Path,
