@@ -270,7 +270,7 @@ def check_output(path: str | os.PathLike[str]) -> Output:
         raise RerankError(f"{path}: cannot write: directory {str(directory)!r} is not writable")
     if info is not None and not os.access(target, os.W_OK):
         raise RerankError(f"{path}: cannot write: the file is read-only")
-    mode = stat.S_IMODE(info.st_mode) if info is not None else None
+    mode = info.st_mode & 0o777 if info is not None else None  # read and write bits: never set-user-ID
     return Output(name, target, False, mode, (info.st_dev, info.st_ino) if info is not None else None)
 
 

@@ -369,8 +369,12 @@ def check_shard_output(shard: Shard, *outputs: str | os.PathLike[str] | None) ->
         if str(output) == STDIO:
             raise RerankError(f"--shard {shard}: give every output a file name (-o OUT): its manifest goes beside it")
         check_output(manifest_path(output))
-        with contextlib.suppress(FileNotFoundError):
+        try:
             manifest_path(output).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise RerankError(f"{manifest_path(output)}: cannot remove the old manifest: {e.strerror}") from None
 
 
 def fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ import yaml
 
 from rerank.config import at_least, from_dict, load_yaml, with_overrides
 from rerank.errors import RerankError
+from rerank.formats.files import atomic_output, committed_together
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 from rerank.formats.nbest import write_nbest
 from rerank.rescore.merge import merge_nbest
@@ -187,6 +188,12 @@ def size_rows(everything: Sequence[str], sizes: Sequence[int], consensus: bool) 
 def load_experiment(path: str | Path) -> ExperimentConfig:
     data = load_yaml(path)
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
+
+
+def write_file(path: Path, text: str) -> None:
+    """``text`` as the file ``path``, atomically: a step stopped half-way leaves no file that looks done."""
+    with atomic_output(path) as out:
+        out.write(text)
 
 
 def check_inputs(config: ExperimentConfig) -> None:
@@ -351,7 +358,7 @@ class Experiment:
         """The consensus features, expected sentence BLEU and chrF against the rest of the list."""
         path = self.out / "consensus.yaml"
         features = [{"kind": "mbr", "metric": "bleu"}, {"kind": "mbr", "metric": "chrf"}]
-        path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
+        write_file(path, yaml.safe_dump({"features": features}, sort_keys=False))
         return path
 
     def train(self) -> dict[str, Path]:
@@ -450,7 +457,7 @@ class Experiment:
             "Chan0": {"kind": "nmt", "model": str(models.get("channel")), "channel": True, "per_word": True},
             "CSLM0": {"kind": "cslm", "model": str(models.get("cslm")), "lm": self.config.moses.language_model}}
         features += [{"name": label, **extras[label], **device} for label in self.extra_features()]
-        path.write_text(yaml.safe_dump({"features": features}, sort_keys=False), encoding="utf-8")
+        write_file(path, yaml.safe_dump({"features": features}, sort_keys=False))
         return path
 
     def score_nbest(self, nbest: str | Path, source: str, output: Path, config: Path | None = None) -> None:
@@ -588,7 +595,7 @@ class Experiment:
         """Starting weights for the union: RNNsearch's own score, so the search starts from RNNsearch's ranking."""
         path = self.out / "tuning" / "union-init.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("RNNsearch0: 1.0\n", encoding="utf-8")
+        write_file(path, "RNNsearch0: 1.0\n")
         return path
 
     def oracles(self) -> dict[str, dict[str, float]]:
@@ -661,12 +668,13 @@ class Experiment:
             "## Timings", "", *(f"- {step}: {seconds:.0f} s" for step, seconds in self.timings.items()), "",
         ])
         path = self.out / "results.md"
-        path.write_text(text, encoding="utf-8")
-        (self.out / "results.json").write_text(json.dumps(
-            {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec, "ensemble": ensembled,
-             "oracle": oracles,
-             "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()} for key, row in results.items()},
-             "timings": self.timings}, indent=2), encoding="utf-8")
+        with committed_together():  # the table and its numbers appear together
+            write_file(path, text)
+            write_file(self.out / "results.json", json.dumps(
+                {"signature": signature, "rnnsearch": rnnsearch, "encdec": encdec, "ensemble": ensembled,
+                 "oracle": oracles,
+                 "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()} for key, row in results.items()},
+                 "timings": self.timings}, indent=2))
         logger.info("wrote %s", path)
         return path
 
