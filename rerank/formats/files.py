@@ -189,8 +189,14 @@ def committed_together() -> Iterator[None]:
         raise
     finally:
         _PENDING.reset(token)
-    for tmp, target, name in pending:
-        _commit(tmp, target, name)
+    for i, (tmp, target, name) in enumerate(pending):
+        try:
+            _commit(tmp, target, name)
+        except BaseException:
+            for later, _, _ in pending[i + 1:]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(later)
+            raise
 
 
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
