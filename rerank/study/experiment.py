@@ -225,7 +225,6 @@ class Experiment:
     def __init__(self, config: ExperimentConfig, force: bool = False):
         self.config = config
         self.out = Path(config.output_dir)
-        check_inputs(config)
         if self.out.exists() and not self.out.is_dir():
             raise RerankError(f"output_dir {config.output_dir}: it is a file, not a directory")
         try:
@@ -264,7 +263,8 @@ class Experiment:
     def run(self) -> Path:
         from rerank.models.device import torch_device, torch_threads
 
-        torch_device(self.config.device)  # checked before the first step
+        torch_device(self.config.device)  # checked before the first step, as the inputs are
+        check_inputs(self.config)
         with torch_threads(self.config.threads):
             return self._run()
 

@@ -86,4 +86,4 @@ def test_an_experiment_finds_a_missing_input_before_its_first_step(section: str,
     config.write_text(yaml.safe_dump(experiment))
     assert main(["-q", "experiment", str(config)]) == 2
     assert f"{section}.{key}: {tmp_path / 'absent'}" in capsys.readouterr().err
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "run" / "commands.sh").exists() and not (tmp_path / "run" / "models").exists()
