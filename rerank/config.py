@@ -9,6 +9,7 @@ the key), so a bad value is ``file: training.learning_rate: expected a number ab
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gzip
 import io
@@ -16,7 +17,7 @@ import math
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar, cast
 
 import yaml
@@ -55,22 +56,75 @@ def below(config: object, maximum: float, *keys: str, or_equal: bool = False) ->
             raise InvalidValue(key, f"a number {'at most' if or_equal else 'below'} {maximum:g}", value)
 
 
+ALIAS_BUDGET = 10_000  # values that the aliases of one YAML file may repeat, all aliases together
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader without aliases (``*name``, and so ``<<: *name``: a few bytes of aliases can stand for
-    gigabytes) and with a duplicate key an error, not the last value silently kept."""
+    """YAML's safe loader with aliases bounded and duplicate keys refused.
+
+    An alias (``*name``, ``<<: *name``) repeats the value of its anchor: a few bytes of nested aliases
+    can stand for billions of values, which grow without bound once a reader walks them. Aliases are
+    accepted (``yaml.safe_dump`` writes them for shared values) as long as all of a file's aliases
+    together repeat at most :data:`ALIAS_BUDGET` values; a recursive alias is refused. A key given
+    twice is an error, not the last value silently kept."""
 
     name = "<yaml>"
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.repeated = 0
+        self.sizes: dict[int, int] = {}  # values under each anchored node, by id
+        self.open: set[str] = set()  # anchors whose values are being read
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
-                              "accepted: write the value out")
+            node = self.anchors.get(event.anchor)
+            if event.anchor in self.open:
+                raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: the YAML alias *{event.anchor} is "
+                                  "inside its own anchor's value")
+            if node is not None:
+                self.repeated += self._size(node)
+                if self.repeated > ALIAS_BUDGET:
+                    raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: the YAML aliases (*{event.anchor}) "
+                                      f"repeat more than {ALIAS_BUDGET:,} values: write the values out")
         return super().compose_node(parent, index)
+
+    def compose_sequence_node(self, anchor: Any) -> Any:
+        with self._opened(anchor):
+            return super().compose_sequence_node(anchor)
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        with self._opened(anchor):
+            return super().compose_mapping_node(anchor)
+
+    @contextlib.contextmanager
+    def _opened(self, anchor: str | None) -> Iterator[None]:
+        if anchor is not None:
+            self.open.add(anchor)
+        try:
+            yield
+        finally:
+            self.open.discard(anchor or "")
+
+    def _size(self, node: yaml.Node) -> int:
+        """The number of values under ``node`` once its aliases are expanded."""
+        known = self.sizes.get(id(node))
+        if known is not None:
+            return known
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(self._size(child) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(self._size(key) + self._size(value) for key, value in node.value)
+        self.sizes[id(node)] = size
+        return size
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: *base, whose keys the node's own may override
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.setdefault(key, key_node.start_mark.line + 1)
@@ -84,7 +138,8 @@ class _StrictLoader(yaml.SafeLoader):
 
 def load_yaml(path: str | os.PathLike[str]) -> Any:
     """The parsed content of a YAML file: the one YAML reader of rerank (configs, weights, experiment configs,
-    shard manifests). Safe tags only, no aliases, no duplicate keys; every error names the file and the line."""
+    shard manifests). Safe tags only, aliases within a budget, no duplicate keys; every error names the file and
+    the line."""
     try:
         with open(path, "rb") as f:
             data = f.read()
