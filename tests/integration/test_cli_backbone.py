@@ -54,6 +54,9 @@ def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dic
         assert values["WP1="] == values["WordPenalty0="]
         unk += int(values["UNK1="])
     assert unk > 0
+    # and as bytes: the output without the added values is the input, final newline included
+    added = re.compile(rb" LM1= \S+ WP1= \S+ UNK1= \S+")
+    assert added.sub(b"", content(out)) == content(multi30k_slice["nbest"])
     assert leftovers(tmp_path) == []
     entries = list(read_nbest(out))  # every line has the same dense features in the same order
     assert entries[-1].layout.labels[-3:] == ("LM1", "WP1", "UNK1")
