@@ -3,6 +3,7 @@ expectation over the other hypotheses, and the feature inside score-nbest."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import itertools
 import math
@@ -137,5 +138,7 @@ def with_gzip_lines(path: Path) -> int:
 
 def test_a_total_that_is_not_a_number_is_named() -> None:
     feature = build_feature({"kind": "mbr"})
+    read = entries(["un chien", "un chat"], [-1.0, 0.0])
+    read[1] = dataclasses.replace(read[1], total=float("nan"))  # as read from a list whose field 4 is nan
     with pytest.raises(RerankError, match="total score nan is not a finite number"):
-        feature.score_lists([((), entries(["un chien", "un chat"], [-1.0, float("nan")]))])
+        feature.score_lists([((), read)])
