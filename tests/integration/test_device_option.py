@@ -64,14 +64,12 @@ def test_a_missing_device_is_one_clean_error(model_dir: Path, tmp_path: Path, ca
 
 def test_the_experiment_checks_its_device_before_its_first_step(tmp_path: Path) -> None:
     config = tmp_path / "experiment.yaml"
-    for name in ("moses.ini", "lm.arpa", "dev.en", "dev.fr", "dev.nbest", "test.en", "test.fr", "test.nbest"):
-        (tmp_path / name).touch()  # inputs that exist: the experiment checks them first
     config.write_text(f"""output_dir: {tmp_path / "out"}
 encdec: {tmp_path}
 rnnsearch: {tmp_path}
-moses: {{ini: {tmp_path / "moses.ini"}, language_model: {tmp_path / "lm.arpa"}}}
-dev: {{source: {tmp_path / "dev.en"}, reference: {tmp_path / "dev.fr"}, nbest: {tmp_path / "dev.nbest"}}}
-test: {{source: {tmp_path / "test.en"}, reference: {tmp_path / "test.fr"}, nbest: {tmp_path / "test.nbest"}}}
+moses: {{ini: moses.ini, language_model: lm.arpa}}
+dev: {{source: dev.en, reference: dev.fr, nbest: dev.nbest}}
+test: {{source: test.en, reference: test.fr, nbest: test.nbest}}
 device: tpu
 """)
     with pytest.raises(RerankError, match="unknown device 'tpu'"):
