@@ -319,10 +319,13 @@ def gold_log_probs(features: Tensor, layer: nn.Linear, gold: Tensor, rows: int =
     The logits are computed ``rows`` rows at a time, normalised and read while the block is in
     cache. When a gradient is needed, each block's gradient is computed in the same pass
     (:class:`_GoldLogProbs`): the (N, V) logits are neither kept for the backward pass nor
-    computed again. With ``int8`` (inference only) the logits come from the layer's int8 copy.
+    computed again. With ``int8`` (inference only) the logits come from the layer's int8 copy. Features of
+    another type (bf16 under autocast) are read in the weights' type: the softmax over the vocabulary stays in
+    float32.
     """
     if int8 is not None:
         return _int8_blocks(features, layer, int8, np.arange(len(gold)), gold)
+    features = features.to(layer.weight.dtype)
     if torch.is_grad_enabled() and (features.requires_grad or layer.weight.requires_grad):
         bias = layer.bias if layer.bias is not None else features.new_zeros(layer.weight.shape[0])
         result: Tensor = _GoldLogProbs.apply(features, layer.weight, bias, gold, rows)  # type: ignore[no-untyped-call]

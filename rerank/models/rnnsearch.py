@@ -189,9 +189,11 @@ class RNNSearch(Seq2Seq):
         gates = self._input_gates(embedded)  # (B, T, 3H)
         if self._fused_attention() and torch.is_grad_enabled():  # training: the backward pass by hand
             recurrent = _FusedRecurrence(self, state)
-            states, contexts = _Recurrence.apply(  # type: ignore[no-untyped-call]
-                gates, state.hidden, state.keys, state.proj_keys, state.pad_mask, recurrent.weight, recurrent.bias,
-                recurrent.energy, recurrent.extra)
+            inputs = (gates, state.hidden, state.keys, state.proj_keys, state.pad_mask, recurrent.weight,
+                      recurrent.bias, recurrent.energy, recurrent.extra)
+            with torch.autocast(gates.device.type, enabled=False):  # under bf16 autocast too: float32
+                states, contexts = _Recurrence.apply(  # type: ignore[no-untyped-call]
+                    *(x.float() if x.dtype in (torch.bfloat16, torch.float16) else x for x in inputs))
             return self.deep_output.features(states[keep], embedded[keep], contexts[keep], keep)
         if self._fused_attention():
             recurrent = _FusedRecurrence(self, state)
@@ -306,7 +308,8 @@ class _Recurrence(torch.autograd.Function):
 
     Inputs: the input-side gates W_i E y + b_i (B, T, 3H), s_0 (B, H), the annotations h_j (B, S, C),
     U_a h_j (B, S, A), the padding mask (B, S), [W_h; W_a] (3H + A, H), [b_h; 0] (3H + A), v_a (A,)
-    and W_c (3H, C). Outputs: s_1..s_T (B, T, H) and c_1..c_T (B, T, C).
+    and W_c (3H, C). Outputs: s_1..s_T (B, T, H) and c_1..c_T (B, T, C). Under autocast (bf16) it runs in
+    float32 (its caller turns autocast off): the recurrence is many small steps whose error would add up.
     """
 
     @staticmethod

@@ -58,8 +58,10 @@ class Batch:
         return int(self.trg_len.sum())
 
     def to(self, device: torch.device) -> Batch:
-        """The batch on ``device`` (the lengths stay where they are: the encoder packs on the CPU)."""
-        return Batch(self.src.to(device), self.src_len, self.trg.to(device), self.trg_len)
+        """The batch on ``device`` (the lengths stay where they are: the encoder packs on the CPU); from pinned memory
+        the copy does not wait."""
+        return Batch(self.src.to(device, non_blocking=self.src.is_pinned()), self.src_len,
+                     self.trg.to(device, non_blocking=self.trg.is_pinned()), self.trg_len)
 
 
 def make_batch(src_ids: Sequence[Sequence[int]], trg_ids: Sequence[Sequence[int]]) -> Batch:

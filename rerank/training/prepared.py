@@ -12,9 +12,11 @@ fits in one pool is shuffled as a whole (the order :func:`bucketed_order` gives,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +45,8 @@ class PreparedCorpus:
             self.trg_vocab: Vocabulary = SubwordVocabulary.load_matching(vocab_files[1], model_files[1])
         else:
             self.src_vocab, self.trg_vocab = Vocabulary.load(vocab_files[0]), Vocabulary.load(vocab_files[1])
-        self.ids: list[tuple[np.ndarray, np.ndarray]] = []
-        self.index: list[np.ndarray] = []
+        self.ids: list[tuple[_ArrayFile, _ArrayFile]] = []
+        self.index: list[_ArrayFile] = []
         for k, shard in enumerate(m["shards"]):
             sides = []
             for side, vocab in zip(SIDES, (self.src_vocab, self.trg_vocab), strict=True):
@@ -52,15 +54,12 @@ class PreparedCorpus:
                 dtype = np.dtype(m["dtypes"][side])
                 if dtype != id_dtype(len(vocab)) or path.stat().st_size % dtype.itemsize:
                     raise self._error(path, f"ids of type {id_dtype(len(vocab))} for its vocabulary")
-                sides.append(np.memmap(path, dtype=dtype, mode="r") if path.stat().st_size else np.zeros(0, dtype))
+                sides.append(_ArrayFile(path, dtype))
             path = self._checked(shard["idx"], verify)
-            try:
-                index = np.load(path, mmap_mode="r", allow_pickle=False)
-            except (ValueError, OSError) as e:
-                raise self._error(path, f"an index array ({e})") from None
             pairs = shard["pairs"]
-            if index.shape != (pairs + 1, 2) or index.dtype != np.dtype("<u8") or index[0].tolist() != [0, 0] or \
-                    index[-1].tolist() != [len(sides[0]), len(sides[1])]:
+            index = _npy_file(path, (pairs + 1, 2), np.dtype("<u8"), self._error)
+            if index.read(0, 2).tolist() != [0, 0] or index.read(2 * pairs, 2 * pairs + 2).tolist() != \
+                    [sides[0].items, sides[1].items]:
                 raise self._error(path, f"offsets of {pairs:,} pairs into {shard_name(k)}'s ids")
             self.ids.append((sides[0], sides[1]))
             self.index.append(index)
@@ -93,32 +92,81 @@ class PreparedCorpus:
 
     def lengths(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Source and target lengths (in words, without ``</s>``) of the pairs ``indices``."""
-        src, trg = np.empty(len(indices), np.int64), np.empty(len(indices), np.int64)
-        shards = self._locate(indices)
-        for k in np.unique(shards):
-            mask = shards == k
-            local = indices[mask] - self.starts[k]
-            index = self.index[k]
-            spans = index[local + 1].astype(np.int64) - index[local].astype(np.int64)
-            src[mask], trg[mask] = spans[:, 0], spans[:, 1]
-        return src, trg
+        offsets = self._offsets(indices)
+        return offsets[:, 0, 1] - offsets[:, 0, 0], offsets[:, 1, 1] - offsets[:, 1, 0]
+
+    def range_lengths(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """The lengths of the pairs ``start`` to ``stop`` - 1, read at once where they are in one shard."""
+        k = int(self._locate(np.array([start]))[0])
+        if stop > self.starts[k + 1]:
+            return self.lengths(np.arange(start, stop))
+        local = start - int(self.starts[k])
+        rows = self.index[k].read(2 * local, 2 * (local + stop - start + 1)).reshape(-1, 2).astype(np.int64)
+        spans = np.diff(rows, axis=0)
+        return spans[:, 0], spans[:, 1]
+
+    def _offsets(self, indices: np.ndarray) -> np.ndarray:
+        """(N, 2, 2): each pair's (start, end) of its (source, target) ids in its shard."""
+        offsets = np.empty((len(indices), 2, 2), dtype=np.int64)
+        for row, (i, k) in enumerate(zip(indices.tolist(), self._locate(indices).tolist(), strict=True)):
+            local = i - int(self.starts[k])
+            offsets[row] = self.index[k].read(2 * local, 2 * local + 4).reshape(2, 2).T
+        return offsets
 
     def batch(self, indices: np.ndarray, reverse_target: bool = False) -> Batch:
         """The pairs ``indices`` as a padded batch, each side followed by ``</s>`` (the target read right to left
         first when ``reverse_target``)."""
-        src_len, trg_len = self.lengths(indices)
+        offsets = self._offsets(indices)
+        src_len, trg_len = offsets[:, 0, 1] - offsets[:, 0, 0], offsets[:, 1, 1] - offsets[:, 1, 0]
         src = np.full((len(indices), int(src_len.max()) + 1), PAD_ID, dtype=np.int64)
         trg = np.full((len(indices), int(trg_len.max()) + 1), PAD_ID, dtype=np.int64)
-        for row, (i, k) in enumerate(zip(indices.tolist(), self._locate(indices).tolist(), strict=True)):
-            local = i - int(self.starts[k])
-            (s0, t0), (s1, t1) = self.index[k][local].tolist(), self.index[k][local + 1].tolist()
-            src[row, : s1 - s0] = self.ids[k][0][s0:s1]
-            target = self.ids[k][1][t0:t1]
+        for row, k in enumerate(self._locate(indices).tolist()):
+            (s0, s1), (t0, t1) = offsets[row].tolist()
+            src[row, : s1 - s0] = self.ids[k][0].read(s0, s1)
+            target = self.ids[k][1].read(t0, t1)
             trg[row, : t1 - t0] = target[::-1] if reverse_target else target
         src[np.arange(len(indices)), src_len] = EOS_ID
         trg[np.arange(len(indices)), trg_len] = EOS_ID
         return Batch(torch.from_numpy(src), torch.from_numpy(src_len + 1), torch.from_numpy(trg),
                      torch.from_numpy(trg_len + 1))
+
+
+class _ArrayFile:
+    """A flat little-endian array in a file, read by position (``os.pread``): nothing is mapped into memory, so
+    what training has read does not stay in its resident memory, and threads may read at once."""
+
+    def __init__(self, path: Path, dtype: np.dtype[Any], offset: int = 0):
+        self.path, self.dtype, self.offset = path, dtype, offset
+        self.fd = os.open(path, os.O_RDONLY)
+        self.items = (os.fstat(self.fd).st_size - offset) // dtype.itemsize
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        size = (stop - start) * self.dtype.itemsize
+        data = os.pread(self.fd, size, self.offset + start * self.dtype.itemsize)
+        if len(data) != size:
+            raise RerankError(f"{self.path}: refused: it ends before item {stop:,} (truncated while training?); "
+                              "prepare the data again")
+        return np.frombuffer(data, dtype=self.dtype)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.close(self.fd)
+
+
+def _npy_file(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any],
+              error: Callable[[Path, str], RerankError]) -> _ArrayFile:
+    """The array of a ``.npy`` file of the given shape and type, read by position."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            header = np.lib.format.read_array_header_1_0(f) if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0(f)
+            offset = f.tell()
+    except (ValueError, OSError) as e:
+        raise error(path, f"an index array ({e})") from None
+    if header != (shape, False, dtype) or os.path.getsize(path) - offset != math.prod(shape) * dtype.itemsize:
+        raise error(path, f"offsets of {shape[0] - 1:,} pairs")
+    return _ArrayFile(path, dtype, offset)
 
 
 def read_manifest(directory: Path) -> dict[str, Any]:
@@ -191,6 +239,8 @@ class EpochPlan:
             members = np.concatenate([np.arange(b * self.block, min(n, (b + 1) * self.block))
                                       for b in self.pools[k].tolist()])
             rng = np.random.default_rng([self.seed, self.epoch, k])
-        src, trg = self.corpus.lengths(members)
+        src, trg = (np.concatenate(side) for side in zip(*(
+            self.corpus.range_lengths(b * self.block, min(n, (b + 1) * self.block)) for b in self.pools[k].tolist()),
+            strict=True))
         keys = (src + 1) + (trg + 1) / 1000  # with </s>: sort by source, then target length
         return [members[batch] for batch in bucketed_order(keys, self.batch_size, self.window, rng)]

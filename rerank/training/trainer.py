@@ -8,6 +8,8 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from rerank.models.config import CONFIG, ModelConfig, SubwordConfig
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
 from rerank.training.config import DataConfig, TrainConfig
-from rerank.training.data import make_batch, read_parallel
+from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
 from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data, sha256
 from rerank.training.prepared import EpochPlan, PreparedCorpus
@@ -203,33 +205,37 @@ class Trainer:
         window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
         total_updates = self._planned_updates()
         batches = self.epoch_plan(p.epoch)
-        self.model.train()
-        while not p.finished:
-            if batches.epoch != p.epoch:
-                batches = self.epoch_plan(p.epoch)
-            loss_sum, tokens = self._update(batches[p.batch])
-            p.updates += 1
-            p.batch += 1
-            if p.batch == len(batches):
-                p.epoch, p.batch = p.epoch + 1, 0
-            # the whole batch's loss and tokens, and process 0's clock: every process stops at the same update
-            totals, p.seconds = self.world.sum_and_main([loss_sum, tokens], time.monotonic() - started)
-            loss_sum, tokens = totals[0], round(totals[1])
-            window_tokens += tokens
-            window_loss += loss_sum
-            window_updates += 1
-            if p.updates % t.log_every == 0:
-                elapsed = time.monotonic() - window_start
-                rate = window_updates / elapsed
-                eta = (total_updates - p.updates) / rate if total_updates else float("nan")
-                logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
-                            "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
-                            window_tokens / elapsed, p.learning_rate, _duration(eta))
-                window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
-            p.finished = self._stop_reason()
-            if p.finished or p.updates % t.valid_every == 0:
-                self._validate()
+        loader = BatchLoader(self.epoch_plan, self._batch, self.device)
+        try:
+            self.model.train()
+            while not p.finished:
+                if batches.epoch != p.epoch:
+                    batches = self.epoch_plan(p.epoch)
+                loss_sum, tokens = self._update(*loader.get(p.epoch, p.batch, len(batches)))
+                p.updates += 1
+                p.batch += 1
+                if p.batch == len(batches):
+                    p.epoch, p.batch = p.epoch + 1, 0
+                # the whole batch's loss and tokens, and process 0's clock: every process stops at the same update
+                totals, p.seconds = self.world.sum_and_main([loss_sum, tokens], time.monotonic() - started)
+                loss_sum, tokens = totals[0], round(totals[1])
+                window_tokens += tokens
+                window_loss += loss_sum
+                window_updates += 1
+                if p.updates % t.log_every == 0:
+                    elapsed = time.monotonic() - window_start
+                    rate = window_updates / elapsed
+                    eta = (total_updates - p.updates) / rate if total_updates else float("nan")
+                    logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
+                                "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
+                                window_tokens / elapsed, p.learning_rate, _duration(eta))
+                    window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
                 p.finished = self._stop_reason()
+                if p.finished or p.updates % t.valid_every == 0:
+                    self._validate()
+                    p.finished = self._stop_reason()
+        finally:
+            loader.close()
         logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f", self.out, p.finished,
                     p.updates, _duration(p.seconds), p.best_ppl)
         return p
@@ -253,22 +259,30 @@ class Trainer:
         total = per_epoch * t.max_epochs
         return min(t.max_updates, total) if t.max_updates is not None else total
 
-    def _update(self, indices: np.ndarray) -> tuple[float, int]:
-        """One optimiser step on a batch; returns its summed loss (the negative log-likelihood, or with label
-        smoothing the smoothed loss) and target tokens. Under warm-up, the learning rate of this update is
-        ``progress.learning_rate`` (the rate decayed on plateaus) × min(1, update / warmup_updates)."""
-        part, weight = self.world.share(indices)  # all of it in one process: each reads only its own pairs
-        batch = self.corpus.batch(part, self.config.model.reverse_target).to(self.device)
+    def _batch(self, indices: np.ndarray) -> tuple[Batch, int]:
+        """This process's pairs of a global batch (all of it in one process: each reads only its own pairs), and
+        the weight of their loss."""
+        part, weight = self.world.share(indices)
+        return self.corpus.batch(part, self.config.model.reverse_target), weight
+
+    def _update(self, indices: np.ndarray, prepared: tuple[Batch, int] | None = None) -> tuple[float, int]:
+        """One optimiser step on a batch (``prepared``: its part made ahead); returns its summed loss (the negative
+        log-likelihood, or with label smoothing the smoothed loss) and target tokens. Under warm-up, the learning
+        rate of this update is ``progress.learning_rate`` (the rate decayed on plateaus) × min(1, update /
+        warmup_updates)."""
+        batch, weight = prepared if prepared is not None else self._batch(indices)
+        batch = batch.to(self.device)
         t = self.config.training
-        nll = self.parallel_model(batch.src, batch.src_len, batch.trg,  # −Σ ln p of the targets, or smoothed
-                                  label_smoothing=t.label_smoothing)
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=t.precision == "bf16"):
+            nll = self.parallel_model(batch.src, batch.src_len, batch.trg,  # −Σ ln p of the targets, or smoothed
+                                      label_smoothing=t.label_smoothing)
         if t.warmup_updates:
             self._set_learning_rate(self.progress.learning_rate * min(1.0, (self.progress.updates + 1)
                                                                        / t.warmup_updates))
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
         # gradients are averaged over the processes, hence the weight (the number of processes)
-        torch.autograd.backward(nll * weight / len(indices))
+        torch.autograd.backward(nll.float() * weight / len(indices))
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
         self.optimizer.step()
         return (nll.item(), batch.target_tokens) if weight else (0.0, 0)
@@ -325,6 +339,41 @@ def _as_set(section: object, kind: type[Any]) -> object:
         return _set_keys(to_dict(from_dict(kind, section)))
     except (ValueError, RerankError):
         return _set_keys(section)
+
+
+class BatchLoader:
+    """Batches made ahead: while an update runs, a thread assembles the next batch from the shards (into pinned
+    memory for a GPU, whose copy can then overlap). The batches are those :meth:`Trainer.epoch_plan` gives, in
+    order; asked for another one (a restart), the loader makes it then."""
+
+    def __init__(self, plans: Callable[[int], EpochPlan], make: Callable[[np.ndarray], tuple[Batch, int]],
+                 device: torch.device):
+        self.plans, self.make, self.pin = plans, make, device.type == "cuda"
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="batches")
+        self.plan: EpochPlan | None = None
+        self.next: tuple[tuple[int, int], Future[tuple[np.ndarray, tuple[Batch, int]]]] | None = None
+
+    def get(self, epoch: int, batch: int, batches: int) -> tuple[np.ndarray, tuple[Batch, int]]:
+        """Batch ``batch`` of ``epoch`` (of ``batches``): its pair indices, and this process's part with its weight."""
+        if self.next is not None and self.next[0] == (epoch, batch):
+            made = self.next[1].result()
+        else:
+            made = self._make(epoch, batch)
+        following = (epoch, batch + 1) if batch + 1 < batches else (epoch + 1, 0)
+        self.next = following, self.executor.submit(self._make, *following)
+        return made
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def _make(self, epoch: int, batch: int) -> tuple[np.ndarray, tuple[Batch, int]]:
+        if self.plan is None or self.plan.epoch != epoch:
+            self.plan = self.plans(epoch)  # the thread's own plan: a plan is not shared between threads
+        indices = self.plan[batch]
+        made, weight = self.make(indices)
+        if self.pin:
+            made = Batch(made.src.pin_memory(), made.src_len, made.trg.pin_memory(), made.trg_len)
+        return indices, (made, weight)
 
 
 def _set_keys(section: object) -> object:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -97,9 +98,9 @@ def test_max_minutes_stops_on_the_clock(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_module.time, "monotonic", lambda: now[0])
     update = trainer._update
 
-    def slow_update(indices: np.ndarray) -> tuple[float, int]:
+    def slow_update(indices: np.ndarray, *prepared: Any) -> tuple[float, int]:
         now[0] += 25.0
-        return update(indices)
+        return update(indices, *prepared)
 
     monkeypatch.setattr(trainer, "_update", slow_update)
     scripted(monkeypatch, trainer, [5.0])
@@ -129,9 +130,9 @@ def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch
     visited: list[int] = []
     update = trainer._update
 
-    def recording_update(indices: np.ndarray) -> tuple[float, int]:
+    def recording_update(indices: np.ndarray, *prepared: Any) -> tuple[float, int]:
         visited.extend(int(i) for i in indices)
-        return update(indices)
+        return update(indices, *prepared)
 
     monkeypatch.setattr(trainer, "_update", recording_update)
     scripted(monkeypatch, trainer, [5.0] * 8)
