@@ -103,8 +103,16 @@ def child_train(prepared: str, valid: str, updates: int, model: str, threads: in
                 started, tokens = time.perf_counter(), 0
             tokens += trainer._update(plan[b])[1]
         seconds = time.perf_counter() - started
-    return {"updates": updates - warm_up, "seconds": seconds, "tokens_per_s": tokens / seconds,
-            "s_per_update": seconds / (updates - warm_up), "peak_rss_mib": peak_rss_mib()}
+        flops = 0.0
+        if paper:  # the matrix multiplies of one more update, forward and backward, per target token
+            from torch.utils.flop_counter import FlopCounterMode
+
+            with FlopCounterMode(display=False) as counter:
+                counted = trainer._update(plan[updates])[1]
+            flops = counter.get_total_flops() / counted
+    return {"flops_per_token": flops, "updates": updates - warm_up, "seconds": seconds,
+            "tokens_per_s": tokens / seconds, "s_per_update": seconds / (updates - warm_up),
+            "peak_rss_mib": peak_rss_mib()}
 
 
 def run_child(*args: str) -> dict[str, float]:
@@ -162,7 +170,8 @@ def main() -> int:
                               str(args.threads))
             print(f"paper-size RNNsearch (620/1000, 30,000 words, batches of 80): {paper['tokens_per_s']:,.0f} target "
                   f"tokens/s, {paper['s_per_update']:.2f} s/update over {paper['updates']:.0f} updates, peak RSS "
-                  f"{paper['peak_rss_mib']:,.0f} MiB")
+                  f"{paper['peak_rss_mib']:,.0f} MiB; matrix multiplies of an update, forward and backward: "
+                  f"{paper['flops_per_token'] / 1e6:,.0f} MFLOP per target token")
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)

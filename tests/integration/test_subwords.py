@@ -5,6 +5,7 @@ whose subword model is not its vocabulary's is refused."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import shutil
@@ -146,3 +147,20 @@ def test_a_subword_model_that_is_not_the_vocabularys_is_refused(tmp_path: Path, 
                  "-o", str(tmp_path / "out")]) == 2
     assert f"{bpe / TRG_SUBWORDS}: refused: its pieces are not those of {bpe / 'vocab.trg.txt'}" in \
         capsys.readouterr().err
+
+
+def test_a_phrase_pairs_probability_is_the_product_over_its_pieces(model_dir: Path, test_data: Path,
+                                                                   tmp_path: Path) -> None:
+    table = tmp_path / "table"
+    table.write_text("\n".join(gzip.decompress((test_data / "multi30k" / "phrase-table.gz").read_bytes())
+                               .decode().splitlines()[:40]) + "\n")
+    out = tmp_path / "scored"
+    assert main(["-q", "score-table", str(table), "-o", str(out), "--model", str(model_dir)]) == 0
+    loaded = load_model(model_dir)
+    for line in out.read_text().splitlines():
+        source, target, scores = (field.strip() for field in line.split(" ||| ")[:3])
+        src, src_len = pad(to_ids([source.split()], loaded.src_vocab))
+        trg, _ = pad(to_ids([target.split()], loaded.trg_vocab))
+        with torch.inference_mode():
+            log_p = float(loaded.model.score(loaded.model.encode(src, src_len), trg).sum())
+        assert math.isclose(float(scores.split()[-1]), math.exp(log_p), rel_tol=1e-3)

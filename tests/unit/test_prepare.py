@@ -222,3 +222,27 @@ def test_train_prepares_its_text_once_into_the_model_directory(tmp_path: Path, t
     assert main(["train", "--config", str(config)]) == 0
     assert "prepared from the same files with the same settings" in capsys.readouterr().err
     assert (tmp_path / "model" / "data" / MANIFEST).read_text() == manifest
+
+
+def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights(tmp_path: Path, test_data: Path,
+                                                             corpus: tuple[Path, Path]) -> None:
+    """Pools of 96 pairs (blocks of 3 batches of 8, 4 blocks a pool, 11 pools an epoch): stopped at update 7, inside
+    the first pool, the run goes on to update 30 (in the third pool) as one never stopped."""
+    prepare_parallel(*corpus, tmp_path / "prepared", PrepareSettings(shard_pairs=250))
+    from rerank.models.checkpoint import load_state
+
+    def run(name: str, updates: int) -> Path:
+        config = train_config(tmp_path, test_data, tmp_path / "prepared", tmp_path / name)
+        data = yaml.safe_load(config.read_text())
+        data["model"]["dropout"] = 0.3
+        data["training"].update({"batch_size": 8, "bucket_window": 3, "pool_pairs": 96, "max_updates": updates,
+                                 "valid_every": 7})
+        config.write_text(yaml.safe_dump(data))
+        assert main(["-q", "train", "--config", str(config)]) == 0
+        return tmp_path / name / "checkpoint.pt"
+
+    run("stopped", 7)
+    assert load_state(tmp_path / "stopped" / "checkpoint.pt")["progress"]["batch"] == 7
+    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
+    for key, value in whole.items():
+        assert torch.equal(resumed[key], value), key
