@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         device = torch.device("cuda", world.local_rank)
     if not world.is_main:  # process 0 speaks for the run
         logging.getLogger("rerank").setLevel(logging.WARNING)
+    _check_output_dir(config.output_dir)
     with process_group(world, device):
         progress = Trainer(config, world, device).train()
     if world.is_main:
@@ -70,6 +71,7 @@ def _train_cslm(args: argparse.Namespace, data: dict[str, object], device: torch
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
     config = with_overrides(from_dict(CSLMTrainConfig, data, str(args.config)), _overrides(args))
+    _check_output_dir(config.output_dir)
     progress = train_cslm(config, device)
     print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} (the network, on shortlist "
           f"n-grams) after {progress.updates} updates ({progress.finished})")
@@ -80,3 +82,13 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """The config keys the flags set (an unset flag is None: the config's value stays)."""
     return {"output_dir": args.output_dir or None, "training.threads": args.threads or None,
             "training.seed": args.seed}
+
+
+def _check_output_dir(path: str) -> None:
+    """A model directory where a file is, found before the data are read."""
+    import os
+
+    from rerank.errors import RerankError
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise RerankError(f"output_dir {path}: it is a file, not a directory")

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [*(args.nbest or []), args.source, *args.ref, args.init, args.moses_ini, args.config]
     check_outputs([("--output", args.output), ("--output-ini", output_ini)], inputs)
     if args.decoder and os.path.exists(work_dir) and not os.path.isdir(work_dir):
-        raise RerankError(f"--work-dir {work_dir}: it is a file, not a directory")
+        raise RerankError(f"--work-dir {work_dir}: it is a file, not a directory")  # before the references are read
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
     if args.decoder:
         decoder = f"{args.decoder} {args.decoder_flags}".strip()

@@ -313,6 +313,20 @@ def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
     return [output for _, output in checked]
 
 
+def make_output_dir(path: str | os.PathLike[str], what: str) -> Path:
+    """The directory ``path`` (``what`` names it in errors: ``output_dir``, ``--work-dir``), made with its parents
+    if it does not exist; a file in its place, or a directory that cannot be made, is a
+    :class:`~rerank.errors.RerankError`."""
+    directory = Path(path)
+    if directory.exists() and not directory.is_dir():
+        raise RerankError(f"{what} {path}: it is a file, not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RerankError(f"{what} {path}: cannot make the directory: {e.strerror}") from None
+    return directory
+
+
 def _files_of(path: str | os.PathLike[str]) -> list[str]:
     """``path``, and the files in it when it is a directory (a model directory)."""
     if os.path.isdir(path):

@@ -47,7 +47,7 @@ import yaml
 
 from rerank.config import at_least, from_dict, load_yaml, with_overrides
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_output, committed_together
+from rerank.formats.files import atomic_output, committed_together, make_output_dir
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 from rerank.formats.nbest import write_nbest
 from rerank.rescore.merge import merge_nbest
@@ -225,12 +225,7 @@ class Experiment:
     def __init__(self, config: ExperimentConfig, force: bool = False):
         self.config = config
         self.out = Path(config.output_dir)
-        if self.out.exists() and not self.out.is_dir():
-            raise RerankError(f"output_dir {config.output_dir}: it is a file, not a directory")
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RerankError(f"output_dir {config.output_dir}: cannot make it: {e.strerror}") from None
+        make_output_dir(self.out, "output_dir")
         self.force = force
         self.commands = self.out / "commands.sh"
         self.timings: dict[str, float] = {}

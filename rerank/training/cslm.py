@@ -22,7 +22,7 @@ import torch
 
 from rerank.config import at_least, below, load_yaml, save_config, to_dict
 from rerank.errors import ConfigError, RerankError
-from rerank.formats.files import read_lines
+from rerank.formats.files import make_output_dir, read_lines
 from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model_weights, load_state, save_state
 from rerank.models.config import CONFIG
 from rerank.models.cslm import VOCAB, CSLMConfig, CSLMNet, ngrams
@@ -113,7 +113,7 @@ class CSLMTrainer:
                     len(self.train_rows), len(self.valid_rows))
 
     def _prepare_output(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
+        make_output_dir(self.out, "output_dir")
         path, current = self.out / CONFIG, to_dict(self.config)
         if path.exists() and (self.out / CHECKPOINT).exists():
             saved = load_yaml(path) or {}

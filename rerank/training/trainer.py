@@ -19,7 +19,7 @@ import torch
 
 from rerank.config import from_dict, load_yaml, save_config, to_dict
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_binary_output
+from rerank.formats.files import atomic_binary_output, make_output_dir
 from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
@@ -85,7 +85,7 @@ class Trainer:
         self.parallel_model = data_parallel(self.model, self.world)
 
     def _prepare_output(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
+        make_output_dir(self.out, "output_dir")
         config_path = self.out / CONFIG
         current = to_dict(self.config)
         if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match

@@ -50,7 +50,7 @@ import yaml
 
 from rerank.config import load_yaml
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_output, read_lines
+from rerank.formats.files import atomic_output, make_output_dir, read_lines
 from rerank.formats.moses_ini import format_weight
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, save_weights, weight_vector
@@ -161,10 +161,7 @@ class TuningLoop:
         from the seed and its number).
         """
         check_decoder_weights(initial, "the starting weights")
-        try:
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise RerankError(f"{self.work_dir}: cannot make the work directory: {e.strerror}") from None
+        make_output_dir(self.work_dir, "--work-dir")
         self._claim_work_dir()
         loop = self.config.loop
         decoder_weights: Weights = dict(initial)

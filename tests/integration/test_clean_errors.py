@@ -87,3 +87,24 @@ def test_an_experiment_finds_a_missing_input_before_its_first_step(section: str,
     assert main(["-q", "experiment", str(config)]) == 2
     assert f"{section}.{key}: {tmp_path / 'absent'}" in capsys.readouterr().err
     assert not (tmp_path / "run" / "commands.sh").exists() and not (tmp_path / "run" / "models").exists()
+
+
+def test_a_model_directory_that_is_a_file(tmp_path: Path, capsys) -> None:
+    (tmp_path / "model").write_text("a file\n")
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4},
+        "data": {"train": {"source": str(DATA / "toy.en"), "target": str(DATA / "toy.fr")},
+                 "valid": {"source": str(DATA / "toy.en"), "target": str(DATA / "toy.fr")}},
+        "training": {"max_updates": 1, "threads": 1}, "output_dir": str(tmp_path / "model")}))
+    assert main(["train", "--config", str(config)]) == 2
+    assert "it is a file, not a directory" in capsys.readouterr().err
+
+
+def test_a_tuning_work_directory_that_is_a_file(tmp_path: Path, capsys) -> None:
+    (tmp_path / "work").write_text("a file\n")
+    assert main(["tune", "--decoder", "true {weights_file}", "--source", str(DATA / "toy.en"), "-r",
+                 str(DATA / "toy.fr"), "--init", str(DATA / "weights.yaml"), "-o", str(tmp_path / "w.yaml"),
+                 "--work-dir", str(tmp_path / "work")]) == 2
+    err = capsys.readouterr().err
+    assert "--work-dir" in err and "it is a file, not a directory" in err
