@@ -38,9 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="features to add, e.g. configs/rescore.yaml")
     parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
                         help="sentences scored together (default from the config: 64)")
-    parser.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
-                        help="the nmt features' matrix multiplies, over their configs' precision: fp32, or int8 "
-                             "weights quantized per output row, on the CPU")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
     add_shard_argument(parser, "sentences")
@@ -51,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           "models (needs --source)")
     nmt.add_argument("--device", action=StoreOnce, metavar="DEV",
                      help="where --model's models run: cpu (default), cuda, cuda:1, ...")
+    nmt.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
+                     help="the matrix multiplies of --model's models and of the config's nmt features (over its "
+                          "precision key): fp32, or int8 weights quantized per output row, on the CPU")
     lm = parser.add_argument_group("language model (KenLM)")
     lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
     lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")

@@ -279,21 +279,38 @@ class _FusedRecurrence:
 
     def step(self, input_gates: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """s_i (B, H), c_i (B, C) and α_i (B, S) from the input-side gates W_i E y_{i-1} + b_i (B, 3H)."""
-        if self.int8 is not None:
-            projected = self.int8.linear("hidden_query", self.hidden, self.sources, lambda: (self.weight, self.bias))
-        else:
-            projected = torch.addmm(self.bias, self.hidden, self.weight.t())  # (B, 3H + A)
+        if self.int8 is None:
+            self.hidden, context, weights = fused_step(self.hidden, input_gates, self.weight, self.bias, self.proj_keys,
+                                                       self.energy, self.pad_mask, self.keys, self.extra)
+            return self.hidden, context, weights
+        projected = self.int8.linear("hidden_query", self.hidden, self.sources, lambda: (self.weight, self.bias))
         hidden_gates, query = projected[:, : 3 * self.size], projected[:, 3 * self.size:]
-        energies = tanh_(query[:, None, :] + self.proj_keys) @ self.energy  # (B, S)
-        energies = energies.masked_fill(self.pad_mask, torch.finfo(energies.dtype).min)
-        weights = torch.softmax(energies, dim=-1)  # exactly 0 at padding: a source has at least </s>
-        context = torch.bmm(weights[:, None, :], self.keys)[:, 0]  # (B, C)
-        if self.int8 is not None:
-            gates = input_gates + self.int8.affine("extra_gates", context, self.extra)
-        else:
-            gates = torch.addmm(input_gates, context, self.extra.t())
+        context, weights = attend_additive(query, self.proj_keys, self.energy, self.pad_mask, self.keys)
+        gates = input_gates + self.int8.affine("extra_gates", context, self.extra)
         self.hidden = gru_update(gates, hidden_gates, self.hidden)
         return self.hidden, context, weights
+
+
+def fused_step(hidden: Tensor, input_gates: Tensor, weight: Tensor, bias: Tensor, proj_keys: Tensor, energy: Tensor,
+               pad_mask: Tensor, keys: Tensor, extra: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """:meth:`_FusedRecurrence.step` in fp32, a function of tensors alone (``bench/bench_compile.py`` compiles it):
+    s_i, c_i and α_i from s_{i-1} (B, H), W_i E y_{i-1} + b_i (B, 3H), [W_h; W_a], [b_h; 0], U_a h_j, v_a, the
+    padding mask, the annotations h_j and W_c."""
+    projected = torch.addmm(bias, hidden, weight.t())  # (B, 3H + A)
+    size = input_gates.shape[1]
+    hidden_gates, query = projected[:, :size], projected[:, size:]
+    context, weights = attend_additive(query, proj_keys, energy, pad_mask, keys)
+    return gru_update(torch.addmm(input_gates, context, extra.t()), hidden_gates, hidden), context, weights
+
+
+def attend_additive(query: Tensor, proj_keys: Tensor, energy: Tensor, pad_mask: Tensor,
+                    keys: Tensor) -> tuple[Tensor, Tensor]:
+    """c_i (B, C) and α_i (B, S) from the query W_a s_{i-1} (B, A): e_ij = v_aᵀ tanh(W_a s_{i-1} + U_a h_j)."""
+    energies = tanh_(query[:, None, :] + proj_keys) @ energy  # (B, S)
+    energies = energies.masked_fill(pad_mask, torch.finfo(energies.dtype).min)
+    weights = torch.softmax(energies, dim=-1)  # exactly 0 at padding: a source has at least </s>
+    context = torch.bmm(weights[:, None, :], keys)[:, 0]  # (B, C)
+    return context, weights
 
 
 class _Recurrence(torch.autograd.Function):
