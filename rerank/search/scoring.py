@@ -77,7 +77,8 @@ class Scorer:
     def load(cls, directory: str | os.PathLike[str], device: str | torch.device = "cpu",
              config: ScoringConfig | None = None) -> Scorer:
         """A scorer for the model directory ``directory`` (see :mod:`rerank.models.checkpoint`)."""
-        return cls.from_loaded(load_model(directory, device), config)
+        precision = config.precision if config is not None else "fp32"
+        return cls.from_loaded(load_model(directory, device, precision=precision), config)
 
     @classmethod
     def from_loaded(cls, loaded: LoadedModel, config: ScoringConfig | None = None) -> Scorer:

@@ -4,15 +4,18 @@ the per-row quantization itself."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
-from tiny_models import all_models, taught_model
+from tiny_models import all_models, save_model_dir, taught_model
 
+from rerank.cli import main
 from rerank.models.batching import pad
 from rerank.models.config import ModelConfig
 from rerank.models.layers import Int8Matrices
 from rerank.models.seq2seq import Seq2Seq
-from rerank.models.vocab import BOS_ID, EOS_ID
+from rerank.models.vocab import BOS_ID, EOS_ID, Vocabulary
 from rerank.search.beam import SearchConfig, beam_search
 from rerank.search.scoring import Scorer, ScoringConfig
 
@@ -78,8 +81,6 @@ def test_int8_search_steps_and_translations_follow_fp32(model: Seq2Seq) -> None:
 
 def test_scorer_takes_its_precision_from_its_config(model: Seq2Seq) -> None:
     pairs = [(["a", "b"], ["c"])]
-    from rerank.models.vocab import Vocabulary
-
     vocab = Vocabulary.build([["a", "b", "c"]], 10)
     fp32 = list(Scorer(model, vocab, vocab).score(pairs))
     scorer = Scorer(model, vocab, vocab, ScoringConfig(precision="int8"))
@@ -118,3 +119,19 @@ def test_a_changed_weight_is_packed_again() -> None:
     with torch.no_grad():
         weight.mul_(2)
     assert torch.allclose(matrices.affine("w", x, weight), 2 * first, rtol=0.02)
+
+
+def test_translate_precision_int8_gives_the_same_translations_on_a_taught_model(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    vocab = Vocabulary.build([[f"w{i}" for i in range(4, 30)]], 100)
+    model = taught_model(MODELS[1][1], updates=200, src_vocab=len(vocab), trg_vocab=len(vocab))
+    directory = save_model_dir(tmp_path / "model", model, vocab, vocab)
+    source = tmp_path / "source.txt"
+    source.write_text("w5 w6 w7\nw12 w13\nw9\n")
+    outputs = {}
+    for precision in ("fp32", "int8"):
+        out = tmp_path / f"out.{precision}"
+        assert main(["-q", "translate", "--model", str(directory), "-i", str(source), "-o", str(out),
+                     "--precision", precision]) == 0, capsys.readouterr().err
+        outputs[precision] = out.read_text()
+    assert outputs["int8"] == outputs["fp32"] and len(outputs["fp32"].splitlines()) == 3
