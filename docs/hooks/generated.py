@@ -34,7 +34,7 @@ CONFIGS = [
     ("Rescoring config", "`rerank score-nbest --config`; each feature is one of the kinds below",
      "rerank.rescore.append:RescoreConfig"),
     ("Tuning config", "`rerank tune --config`", "rerank.tune.config:TuneConfig"),
-    ("Experiment config", "`rerank experiment CONFIG`", "rerank.study.experiment:ExperimentConfig"),
+    ("Experiment config", "`rerank experiment CONFIG`", "rerank.study.config:ExperimentConfig"),
 ]
 
 

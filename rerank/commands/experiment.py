@@ -20,10 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.config import with_overrides
-    from rerank.study.experiment import Experiment, load_experiment
+    from rerank.study.config import load_experiment
+    from rerank.study.experiment import Experiment
 
     config = with_overrides(load_experiment(args.config), {"output_dir": args.output_dir})
-    path = Experiment(config, force=args.force).run()
+    path = Experiment(config, force=args.force, source=args.config).run()
     print(path.read_text(encoding="utf-8"))
     out = path.parent
     print(f"Outputs in {out}/: results.md (this table), results.json (every seed's BLEU), bleu-by-length.png, "

@@ -26,6 +26,9 @@ checkpoint). The steps:
    (``rerank cut-nbest``);
 6. write ``results.md`` and ``results.json`` (beside every row, the oracle BLEU of its candidate
    pool: ``rerank oracle``), and BLEU by source length (table and PNG).
+
+Beside this module: :mod:`rerank.study.config` (the config), :mod:`rerank.study.rows` (the table's
+rows), :mod:`rerank.study.steps` (the steps that write one file) and :mod:`rerank.study.report`.
 """
 
 from __future__ import annotations
@@ -35,195 +38,52 @@ import json
 import logging
 import os
 import shlex
-import shutil
-import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rerank.config import at_least, from_dict, load_yaml, with_overrides
+from rerank.config import from_dict, load_yaml, with_overrides
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_output, committed_together, make_output_dir
+from rerank.formats.files import committed_together, make_output_dir
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
-from rerank.formats.nbest import write_nbest
-from rerank.rescore.merge import merge_nbest
-from rerank.tune.config import Optimizer
+from rerank.study.config import ExperimentConfig, Split, check_inputs
+from rerank.study.report import Score, model_summary, table_row
+from rerank.study.rows import (
+    EXTRA_FEATURES,
+    NEW_FEATURES,
+    ROWS,
+    Row,
+    consensus_rows,
+    extended_rows,
+    forced_rows,
+    size_rows,
+)
+from rerank.study.steps import (
+    cut_nbest_file,
+    forced_union_file,
+    merge_nbest_file,
+    oracle_file,
+    rerank_once,
+    train_model,
+    write_file,
+)
 
 if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
-    from rerank.training.config import TrainConfig
     from rerank.tune.config import TuneConfig
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Split:
-    """One evaluation set: source, reference and the Moses n-best list of its source."""
-
-    source: str
-    reference: str
-    nbest: str
-
-
-@dataclass(frozen=True)
-class MosesSystem:
-    ini: str  # the tuned moses.ini: its [weight] section is the baseline
-    language_model: str  # ARPA or KenLM binary, for the LM1 feature
-    phrase_table: str | None = None  # scored with the encoder-decoder, and RNNsearch's dictionary for UNKs
-    score_table: bool = True  # false: use the phrase table for UNKs and forced decoding, without scoring it
-    decoder: str | None = None  # the moses binary: forced decoding gives the union Moses' features
-    filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables for forced decoding
-
-
-@dataclass(frozen=True)
-class ExperimentConfig:
-    output_dir: str
-    encdec: str  # a training config (rerank train --config), or a trained model directory to use as it is
-    rnnsearch: str
-    moses: MosesSystem
-    dev: Split
-    test: Split
-    optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")
-    seeds: tuple[int, ...] = (1, 2, 3)
-    restarts: int = 20  # MERT's random restarts
-    beam: int = 10
-    nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
-    length_penalty: Literal["none", "average", "wu"] = "wu"  # see rerank.search.beam.LengthPenalty
-    unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table
-    tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
-    buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
-    threads: int | None = None  # torch's CPU threads for scoring and decoding (training: its config's); default all
-    device: str = "cpu"  # where the models train, score and decode: cpu, cuda or cuda:N
-    ensemble_seeds: tuple[int, ...] = ()  # more seeds of ``rnnsearch`` (a config): Ens0, the ensemble's ln p
-    right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
-    channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
-    cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
-    consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
-    list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
-
-    def __post_init__(self) -> None:
-        if not self.optimizers or not self.seeds:
-            raise ValueError("give at least one optimizer and one seed")
-        if any(size < 1 for size in self.list_sizes):
-            raise ValueError(f"list_sizes: expected sizes of at least 1, got {list(self.list_sizes)}")
-        if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
-            raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
-        at_least(self, 1, "restarts", "beam", "nbest", "threads")
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the results table: which n-best list, and which of its features are tuned."""
-
-    key: str
-    title: str
-    nbest: str  # the scored list tuned: "moses" (Moses' with the new features), "union", "moses-mbr", "moses100", ...
-    features: tuple[str, ...] = ()  # besides Moses' own (for "moses") or alone (for "union")
-    moses_features: bool = True
-
-
-NEW_FEATURES = ("RNN0", "RNNsearch0", "LM1", "WP1", "UNK1")
-ROWS = (
-    Row("moses-retuned", "Moses features, retuned by us", "moses"),
-    Row("rnn", "+ RNN encoder-decoder feature (n-best), retuned", "moses", ("RNN0",)),
-    Row("rnnsearch", "+ RNNsearch feature", "moses", ("RNNsearch0",)),
-    Row("all", "+ RNN + RNNsearch + LM + word/UNK penalties", "moses", NEW_FEATURES),
-    Row("union", "Moses ∪ RNNsearch n-best, reranked", "union", ("InMoses", "InRNNsearch", *NEW_FEATURES),
-        moses_features=False),
-)
-
-
-EXTRA_FEATURES = {"ensemble": "Ens0", "right_to_left": "R2L0", "channel": "Chan0", "cslm": "CSLM0"}  # their labels
-
-
-def extended_rows(extras: Sequence[str]) -> tuple[Row, ...]:
-    """The rows of the extra features ``extras`` (labels): all features, then all but each extra one."""
-    if not extras:
-        return ()
-    everything = (*NEW_FEATURES, *extras)
-    return (Row("extended", f"+ {' + '.join(extras)} (all features)", "moses", everything),
-            *(Row(f"without-{label}", f"all features but {label}", "moses",
-                  tuple(f for f in everything if f != label)) for label in extras),
-            Row("union-extended", "Moses ∪ RNNsearch n-best, all features", "union",
-                ("InMoses", "InRNNsearch", *everything), moses_features=False))
-
-
-CONSENSUS_FEATURES = ("MBRbleu0", "MBRchrf0")
-
-
-def consensus_rows(everything: Sequence[str]) -> tuple[Row, ...]:
-    """Every feature and the consensus features, on Moses' list and on the union."""
-    return (Row("consensus", f"+ {' + '.join(CONSENSUS_FEATURES)} (all features and consensus)", "moses-mbr",
-                (*everything, *CONSENSUS_FEATURES)),
-            Row("union-consensus", "Moses ∪ RNNsearch n-best, all features and consensus", "union-mbr",
-                ("InMoses", "InRNNsearch", *everything, *CONSENSUS_FEATURES), moses_features=False))
-
-
-def forced_rows(everything: Sequence[str], consensus: bool) -> tuple[Row, ...]:
-    """The union in which every hypothesis has Moses' features, with every feature (and the consensus ones)."""
-    from rerank.rescore.union import UNREACHABLE
-
-    features = (UNREACHABLE, "InMoses", "InRNNsearch", *everything)
-    title = "Moses ∪ RNNsearch n-best, Moses' features for every hypothesis, all features"
-    rows = [Row("union-moses", title, "union-moses", features)]
-    if consensus:
-        rows.append(Row("union-moses-consensus", f"{title} and consensus", "union-moses-mbr",
-                        (*features, *CONSENSUS_FEATURES)))
-    return tuple(rows)
-
-
-def size_rows(everything: Sequence[str], sizes: Sequence[int], consensus: bool) -> tuple[Row, ...]:
-    """Every feature (and the consensus ones) on each sentence's first N hypotheses of Moses' list."""
-    features = (*everything, *CONSENSUS_FEATURES) if consensus else tuple(everything)
-    with_consensus = " and consensus" if consensus else ""
-    return tuple(Row(f"moses{size}", f"all features{with_consensus}, Moses' first {size} per sentence",
-                     f"moses{size}", features) for size in sizes)
-
-
-def load_experiment(path: str | Path) -> ExperimentConfig:
-    data = load_yaml(path)
-    return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
-
-
-def write_file(path: Path, text: str) -> None:
-    """``text`` as the file ``path``, atomically: a step stopped half-way leaves no file that looks done."""
-    with atomic_output(path) as out:
-        out.write(text)
-
-
-def check_inputs(config: ExperimentConfig) -> None:
-    """Every file and model the study reads exists, before its first step (a missing test list or language
-    model is found now, not after hours of training and scoring)."""
-    m = config.moses
-    named = {"encdec": config.encdec, "rnnsearch": config.rnnsearch, "right_to_left": config.right_to_left,
-             "channel": config.channel, "cslm": config.cslm, "moses.ini": m.ini,
-             "moses.language_model": m.language_model, "moses.phrase_table": m.phrase_table,
-             "moses.filter_script": m.filter_script,
-             **{f"{name}.{key}": getattr(split, key) for name, split in (("dev", config.dev), ("test", config.test))
-                for key in ("source", "reference", "nbest")}}
-    missing = [f"{key}: {path}" for key, path in named.items() if path is not None and not os.path.exists(path)]
-    if m.decoder is not None and shutil.which(m.decoder) is None:
-        missing.append(f"moses.decoder: {m.decoder} (no such program)")
-    if missing:
-        raise RerankError(f"the experiment's inputs do not exist: {'; '.join(missing)}")
-
-
-@dataclass
-class Score:
-    dev: list[float] = field(default_factory=list)
-    test: list[float] = field(default_factory=list)
-
-
 class Experiment:
     """Runs the study of an :class:`ExperimentConfig` (see the module docstring)."""
 
-    def __init__(self, config: ExperimentConfig, force: bool = False):
+    def __init__(self, config: ExperimentConfig, force: bool = False, source: str = "the experiment config"):
         self.config = config
+        self.source = source  # the config's file, for messages
         self.out = Path(config.output_dir)
         make_output_dir(self.out, "output_dir")
         self.force = force
@@ -259,7 +119,7 @@ class Experiment:
         from rerank.models.device import torch_device, torch_threads
 
         torch_device(self.config.device)  # checked before the first step, as the inputs are
-        check_inputs(self.config)
+        check_inputs(self.config, self.source)
         with torch_threads(self.config.threads):
             return self._run()
 
@@ -638,18 +498,18 @@ class Experiment:
         lines = [f"| system | dev BLEU ({first}) | test BLEU ({first}) | "
                  + "".join(f"test BLEU ({o.upper()}) | " for o in c.optimizers[1:]) + "oracle BLEU (dev / test) |",
                  "|---|---|---|" + "---|" * len(c.optimizers),
-                 _table_row("Moses baseline (its own weights)", {c.optimizers[0]: results["moses"]["moses.ini"]},
+                 table_row("Moses baseline (its own weights)", {c.optimizers[0]: results["moses"]["moses.ini"]},
                             c.optimizers, oracles["moses"])]
         for row in self.rows():
-            lines.append(_table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest]))
+            lines.append(table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest]))
             if row.key == "all":
-                lines.append(_table_row(f"RNNsearch alone (beam {c.beam})", {c.optimizers[0]: Score(
+                lines.append(table_row(f"RNNsearch alone (beam {c.beam})", {c.optimizers[0]: Score(
                     [rnnsearch["dev"]], [rnnsearch["test"]])}, c.optimizers))
                 if ensembled:
-                    lines.append(_table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
+                    lines.append(table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
                                             {c.optimizers[0]: Score([ensembled["dev"]], [ensembled["test"]])},
                                             c.optimizers))
-        models_md = self.model_summary(models)
+        models_md = model_summary(models)
         text = "\n".join([
             "# Results", "",
             f"Tuned on dev ({c.dev.source}), tested on {c.test.source}; BLEU by sacreBLEU, {signature}.",
@@ -672,99 +532,3 @@ class Experiment:
                  "timings": self.timings}, indent=2))
         logger.info("wrote %s", path)
         return path
-
-    def model_summary(self, models: dict[str, Path]) -> list[str]:
-        from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
-        from rerank.models.cslm import load_cslm_net
-
-        lines = []
-        for name, directory in models.items():
-            if name == "cslm":
-                net, vocab = load_cslm_net(directory)
-                parameters = sum(p.numel() for p in net.parameters())
-                line = f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, shortlist {len(vocab)}"
-                perplexity = "validation perplexity of the network on shortlist n-grams"
-            else:
-                loaded = load_model(directory)
-                parameters = sum(p.numel() for p in loaded.model.parameters())
-                line = (f"- {name} ({directory}): {parameters / 1e6:.1f}M parameters, vocabularies "
-                        f"{len(loaded.src_vocab)}/{len(loaded.trg_vocab)}")
-                perplexity = "validation perplexity"
-            if (directory / CHECKPOINT).exists():  # trained by this study
-                progress = load_state(directory / CHECKPOINT)["progress"]
-                line += (f", {progress['updates']} updates in {progress['seconds'] / 60:.0f} min, best {perplexity} "
-                         f"{progress['best_ppl']:.2f}")
-            lines.append(line)
-        return lines
-
-
-def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) -> None:
-    """``rerank apply``: the 1-best of ``scored`` under ``weights``; features without a weight count 0, and
-    a moses.ini's weights of features the list does not print are left out."""
-    from rerank.formats.files import count_lines
-    from rerank.formats.weights import load_weights
-    from rerank.rescore.rerank import known_weights, rerank_nbest
-
-    values = load_weights(weights)
-    origins = dict.fromkeys(values, str(weights))
-    rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
-                 weights_name=str(weights), missing=0.0,
-                 known=lambda layout: known_weights(values, origins, layout.labels, str(scored)))
-
-
-def train_model(config: TrainConfig, device: str = "cpu") -> None:
-    from rerank.training.trainer import Trainer
-
-    Trainer(config, device=device).train()
-
-
-def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) -> None:
-    write_nbest(merge_nbest(systems), output)
-
-
-def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str, moses: MosesSystem, threads: int,
-                      output: Path) -> None:
-    """``rerank merge-nbest --moses-ini``: the union with Moses' features on every line."""
-    from rerank.formats.files import read_text
-    from rerank.rescore.forced import ForcedDecoding
-    from rerank.rescore.union import union_with_moses_features
-
-    assert moses.decoder is not None
-    settings = ForcedDecoding(moses.decoder, str(ini), threads=threads, filter_script=moses.filter_script)
-    entries, report = union_with_moses_features(systems, 0, settings, read_text(source))
-    write_nbest(entries, output)
-    forced = report.forced
-    logger.info("%s: %d lines, %d forced-decoded (%d unreachable) in %.0f s", output.name, report.lines,
-                len(forced.derivations), forced.unreachable, forced.seconds)
-
-
-def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
-    from rerank.formats.nbest import read_nbest
-    from rerank.rescore.cut import first_hypotheses
-
-    write_nbest(first_hypotheses(read_nbest(nbest), size), output)
-
-
-def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
-    """``rerank oracle --json``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
-    from rerank.study.evaluation import list_oracles, write_oracle_json
-
-    write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
-
-
-def _mean_spread(values: Sequence[float]) -> str:
-    if not values:
-        return ""
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-
-
-def _table_row(title: str, scores: dict[str, Score], optimizers: Sequence[str],
-               oracle: dict[str, float] | None = None) -> str:
-    """``| title | dev | test | test with the other optimisers | oracle dev / test |``; blank where a system has
-    no such value."""
-    first = scores[optimizers[0]]
-    others = [_mean_spread(scores[o].test) if o in scores else "" for o in optimizers[1:]]
-    pool = f"{oracle['dev']:.2f} / {oracle['test']:.2f}" if oracle else ""
-    return " | ".join(["", title, _mean_spread(first.dev), _mean_spread(first.test), *others, pool, ""]).strip()

@@ -12,7 +12,8 @@ from tiny_models import save_model_dir, tiny_config, tiny_model
 from rerank.cli import main
 from rerank.errors import RerankError
 from rerank.models.vocab import Vocabulary
-from rerank.study.experiment import Experiment, load_experiment
+from rerank.study.config import load_experiment
+from rerank.study.experiment import Experiment
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import yaml
 
 from rerank.cli import main
 from rerank.formats.nbest import read_nbest
-from rerank.study.experiment import ROWS, consensus_rows, extended_rows, forced_rows, size_rows
+from rerank.study.rows import ROWS, consensus_rows, extended_rows, forced_rows, size_rows
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"

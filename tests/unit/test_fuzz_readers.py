@@ -31,7 +31,7 @@ from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.shards import ShardOutput
 from rerank.formats.weights import load_weights
 from rerank.rescore.append import RescoreConfig
-from rerank.study.experiment import load_experiment
+from rerank.study.config import load_experiment
 from rerank.training.config import TrainConfig
 from rerank.tune.config import TuneConfig
 

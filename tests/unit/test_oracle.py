@@ -81,7 +81,7 @@ def test_the_command_prints_first_and_oracle_and_writes_the_oracle(tmp_path: Pat
 
 def test_the_json_of_the_command_is_what_the_experiment_step_writes(tmp_path: Path) -> None:
     """The experiment logs `rerank oracle ... --json OUT` for its oracle step: that line recreates the file."""
-    from rerank.study.experiment import oracle_file
+    from rerank.study.steps import oracle_file
 
     nbest = write_nbest(tmp_path / "nbest", HYPOTHESES)
     reference = tmp_path / "ref"

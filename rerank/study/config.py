@@ -1,0 +1,91 @@
+"""The experiment's config (``rerank experiment CONFIG``): the Moses system, the dev and test sets, the models
+and the study's settings; every file it names is checked before the first step."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from rerank.config import at_least, from_dict, load_yaml
+from rerank.errors import RerankError
+from rerank.tune.config import Optimizer
+
+
+@dataclass(frozen=True)
+class Split:
+    """One evaluation set: source, reference and the Moses n-best list of its source."""
+
+    source: str
+    reference: str
+    nbest: str
+
+
+@dataclass(frozen=True)
+class MosesSystem:
+    ini: str  # the tuned moses.ini: its [weight] section is the baseline
+    language_model: str  # ARPA or KenLM binary, for the LM1 feature
+    phrase_table: str | None = None  # scored with the encoder-decoder, and RNNsearch's dictionary for UNKs
+    score_table: bool = True  # false: use the phrase table for UNKs and forced decoding, without scoring it
+    decoder: str | None = None  # the moses binary: forced decoding gives the union Moses' features
+    filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables for forced decoding
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    output_dir: str
+    encdec: str  # a training config (rerank train --config), or a trained model directory to use as it is
+    rnnsearch: str
+    moses: MosesSystem
+    dev: Split
+    test: Split
+    optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")
+    seeds: tuple[int, ...] = (1, 2, 3)
+    restarts: int = 20  # MERT's random restarts
+    beam: int = 10
+    nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
+    length_penalty: Literal["none", "average", "wu"] = "wu"  # see rerank.search.beam.LengthPenalty
+    unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table
+    tokenize: str = "none"  # sacreBLEU tokenizer: the data are tokenized
+    buckets: str = "10"  # BLEU by source length: bucket width in words, or quintiles, ...
+    threads: int | None = None  # torch's CPU threads for scoring and decoding (training: its config's); default all
+    device: str = "cpu"  # where the models train, score and decode: cpu, cuda or cuda:N
+    ensemble_seeds: tuple[int, ...] = ()  # more seeds of ``rnnsearch`` (a config): Ens0, the ensemble's ln p
+    right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
+    channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
+    cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
+    consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
+    list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
+
+    def __post_init__(self) -> None:
+        if not self.optimizers or not self.seeds:
+            raise ValueError("give at least one optimizer and one seed")
+        if any(size < 1 for size in self.list_sizes):
+            raise ValueError(f"list_sizes: expected sizes of at least 1, got {list(self.list_sizes)}")
+        if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
+            raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
+        at_least(self, 1, "restarts", "beam", "nbest", "threads")
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    data = load_yaml(path)
+    return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
+
+
+def check_inputs(config: ExperimentConfig, source: str = "the experiment config") -> None:
+    """Every file and model the study reads exists, before its first step (a missing test list or language
+    model is found now, not after hours of training and scoring)."""
+    m = config.moses
+    named = {"encdec": config.encdec, "rnnsearch": config.rnnsearch, "right_to_left": config.right_to_left,
+             "channel": config.channel, "cslm": config.cslm, "moses.ini": m.ini,
+             "moses.language_model": m.language_model, "moses.phrase_table": m.phrase_table,
+             "moses.filter_script": m.filter_script,
+             **{f"{name}.{key}": getattr(split, key) for name, split in (("dev", config.dev), ("test", config.test))
+                for key in ("source", "reference", "nbest")}}
+    missing = [f"{key}: {path}" for key, path in named.items() if path is not None and not os.path.exists(path)]
+    if m.decoder is not None and shutil.which(m.decoder) is None:
+        missing.append(f"moses.decoder: {m.decoder} (no such program)")
+    if missing:
+        raise RerankError(f"{source}: the files it names do not exist: {'; '.join(missing)}")
