@@ -274,18 +274,18 @@ class Trainer:
         batch = batch.to(self.device)
         t = self.config.training
         with torch.autocast(self.device.type, torch.bfloat16, enabled=t.precision == "bf16"):
-            nll = self.parallel_model(batch.src, batch.src_len, batch.trg,  # −Σ ln p of the targets, or smoothed
-                                      label_smoothing=t.label_smoothing)
+            loss = self.parallel_model(batch.src, batch.src_len, batch.trg,  # −Σ ln p of the targets, or smoothed
+                                       label_smoothing=t.label_smoothing)
         if t.warmup_updates:
             self._set_learning_rate(self.progress.learning_rate * min(1.0, (self.progress.updates + 1)
                                                                        / t.warmup_updates))
         self.optimizer.zero_grad(set_to_none=True)
         # mean sentence log-likelihood of the whole batch (Cho et al. 2014, Eq. 4); under torchrun the
         # gradients are averaged over the processes, hence the weight (the number of processes)
-        torch.autograd.backward(nll.float() * weight / len(indices))
+        torch.autograd.backward(loss.float() * weight / len(indices))
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
         self.optimizer.step()
-        return (nll.item(), batch.target_tokens) if weight else (0.0, 0)
+        return (loss.item(), batch.target_tokens) if weight else (0.0, 0)
 
     def _validate(self) -> None:
         """Process 0 validates and tells the others the perplexity; every process keeps the same progress."""

@@ -15,6 +15,7 @@ from tiny_models import tiny_config
 import rerank.training.trainer as trainer_module
 from rerank.cli import main
 from rerank.config import from_dict
+from rerank.errors import RerankError
 from rerank.models.architectures import build_model
 from rerank.models.averaging import CHECKPOINTS_DIR, average_weights, checkpoint_updates, select_checkpoints
 from rerank.models.batching import pad
@@ -191,3 +192,23 @@ def test_warm_up_kept_checkpoints_and_rerank_average(tmp_path: Path, monkeypatch
     assert main(["-q", "average", str(out), str(tmp_path / "last"), "--last", "5"]) == 2  # only 4 kept
     assert main(["-q", "average", str(out), str(out), "--last", "2"]) == 2  # never over its input
     assert (out / WEIGHTS).exists() and (out / CHECKPOINTS_DIR).is_dir()
+
+
+def test_a_run_written_before_the_options_existed_resumes(tmp_path: Path) -> None:
+    """A model directory's config.yaml without the new keys reads with their defaults: the run goes on."""
+    import yaml
+
+    config = dataclasses.replace(train_config(tmp_path, max_updates=2), model=dataclasses.replace(
+        train_config(tmp_path).model, tie_target_embeddings=False, layer_norm=False, word_dropout=0.0))
+    Trainer(config).train()
+    path = tmp_path / "model" / "config.yaml"
+    saved = yaml.safe_load(path.read_text())
+    for key in ("embedding_dropout", "hidden_dropout", "word_dropout", "layer_norm", "transition_depth",
+                "tie_target_embeddings", "tie_source_target_embeddings"):
+        del saved["model"][key]
+    path.write_text(yaml.safe_dump(saved))
+    resumed = Trainer(dataclasses.replace(config, training=dataclasses.replace(config.training, max_updates=3)))
+    assert resumed.progress.updates == 2
+    assert resumed.train().updates == 3
+    with pytest.raises(RerankError, match="another .model. config"):
+        Trainer(dataclasses.replace(config, model=dataclasses.replace(config.model, word_dropout=0.1)))
