@@ -51,7 +51,9 @@ def main() -> None:
     for spec in args.models:
         name, _, directory = spec.partition("=")
         loaded = load_model(directory)
-        progress = load_state(Path(directory) / CHECKPOINT)["progress"]
+        trained = Path(directory) / CHECKPOINT  # none in an averaged model's directory
+        progress = load_state(trained)["progress"] if trained.exists() else \
+            {"updates": "averaged", "epoch": "", "batch": "", "seconds": math.nan, "history": []}
         parameters = sum(p.numel() for p in {id(p): p for p in loaded.model.parameters()}.values())
         with torch.inference_mode():
             log_p = sum(Scorer(loaded.model, loaded.src_vocab, loaded.trg_vocab).score(
@@ -65,11 +67,12 @@ def main() -> None:
             outputs = [" ".join(loaded.trg_vocab.words(hypotheses[0].tokens)) for hypotheses in
                        translate(loaded.model, loaded.src_vocab, sources, SearchConfig(beam_size=args.beam))]
         decoding = time.monotonic() - started
-        bleu = sacrebleu.metrics.BLEU(tokenize="none")
+        bleu = sacrebleu.metrics.BLEU(tokenize="none", force=True)  # tokenised text, as Moses' mert counts it
         score = bleu.corpus_score(outputs, [references])
         signature = str(bleu.get_signature())
-        print(f"| {name} | {parameters / 1e6:.2f}M | {progress['updates']} | {progress['epoch']} "
-              f"+ {progress['batch']} batches | {progress['seconds'] / 60:.1f} min | "
+        epochs = f"{progress['epoch']} + {progress['batch']} batches" if trained.exists() else ""
+        print(f"| {name} | {parameters / 1e6:.2f}M | {progress['updates']} | {epochs} | "
+              f"{progress['seconds'] / 60:.1f} min | "
               f"{math.exp(-log_p / words):.2f} | {score.score:.2f} | {decoding:.0f} s |", flush=True)
     print(f"\nBLEU: sacrebleu {signature}; beam {args.beam}; {args.threads} thread(s)")
     print("\nValidation perplexity per word at each validation (the trainer's, per model token, converted), "
