@@ -228,7 +228,7 @@ class Trainer:
                     eta = (total_updates - p.updates) / rate if total_updates else float("nan")
                     logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
                                 "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
-                                window_tokens / elapsed, p.learning_rate, _duration(eta))
+                                window_tokens / elapsed, self.optimizer.param_groups[0]["lr"], _duration(eta))
                     window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
                 p.finished = self._stop_reason()
                 if p.finished or p.updates % t.valid_every == 0:
