@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from rerank.commands.arguments import positive_int
+from rerank.errors import RerankError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,11 +47,11 @@ def run(args: argparse.Namespace) -> int:
     settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs, subwords)
     if args.phrase_table is not None:
         if args.source is not None:
-            raise SystemExit("rerank prepare: give SOURCE TARGET or --phrase-table, not both")
+            raise RerankError("give SOURCE TARGET or --phrase-table, not both")
         manifest = prepare_phrase_table(args.phrase_table, args.output_dir, settings)
     else:
         if args.target is None:
-            raise SystemExit("rerank prepare: give SOURCE and TARGET, or --phrase-table")
+            raise RerankError("give SOURCE and TARGET, or --phrase-table")
         manifest = prepare_parallel(args.source, args.target, args.output_dir, settings)
     print(f"{args.output_dir}: {manifest['pairs']:,} pairs of {manifest['lines']:,} lines "
           f"({manifest['skipped_longer']:,} longer than {settings.max_length} words skipped) "
