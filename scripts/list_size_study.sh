@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README "Bigger lists and their headroom": BLEU against n-best list size, and the oracle BLEU of each
+# docs/results/list-sizes.md: BLEU against n-best list size, and the oracle BLEU of each
 # list, on the real Multi30k English->French Moses system (../shared/data/moses-multi30k).
 #
 #  1. Moses 1000-best lists (distinct) of val and test_2016_flickr with the shipped tuned moses.ini,
@@ -17,7 +17,7 @@
 # usage: bash scripts/list_size_study.sh [SHARED]      (from anywhere; SHARED defaults to ../shared)
 # environment:
 #   NBEST_FACTOR  Moses' -n-best-factor for the 1000-best lists (default 10; Moses' default, 20,
-#                 costs about 3.5 times the CPU: see the README)
+#                 costs about 3.5 times the CPU: see docs/results/list-sizes.md)
 #   SPLITS        the splits to build and score (default "val test"); the tuning step needs both
 #   MBR_SIZES     the list sizes that get the rows with the consensus features (default "100 300 1000")
 #   NEURAL_SIZES  those that also get the rows with the neural features (default "100 300 1000"; each

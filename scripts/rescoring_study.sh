@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The rescoring study of README "More neural features": a Moses system's val and test_2016_flickr
+# The rescoring study of docs/results/more-features.md: a Moses system's val and test_2016_flickr
 # 100-best lists scored with the neural features it is given (a second RNNsearch, an ensemble of three
-# seeds, the right-to-left and the French-to-English channel models, the CSLM) beside the first round's
+# seeds, the right-to-left and the French-to-English channel models, the CSLM) beside the five base features
 # (the shipped encoder-decoder and RNNsearch, the 4-gram LM again and two penalties); then MERT (and
-# OPTIMIZERS) on val for every feature set (the first round's, it plus each new feature, all, all but
+# OPTIMIZERS) on val for every feature set (the five base features, they plus each new feature, all, all but
 # one), seeds 1 2 3, applied to test; with ENSEMBLE, the ensemble's own 20-best lists and the union of
 # both lists; with UNION=rnnsearch, the union with the shipped RNNsearch's 20-best lists in which every
 # line has Moses' features (forced decoding with the real Moses); the oracle BLEU of each pool.
