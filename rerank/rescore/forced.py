@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rerank import processes
 from rerank.errors import FormatError, RerankError, counted
 from rerank.formats.files import display_name
 from rerank.formats.moses_ini import MosesIni
@@ -177,8 +178,8 @@ def filtered_ini(script: str, ini_path: str, sources: Sequence[str], work: Path)
         f.writelines(f"{s}\n" for s in sources)
     start = time.perf_counter()
     with open(log, "wb") as out:
-        status = subprocess.run(["perl", script, str(target), ini_path, str(source)], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT).returncode
+        status = processes.run(["perl", script, str(target), ini_path, str(source)], stdin=subprocess.DEVNULL,
+                               stdout=out, stderr=subprocess.STDOUT)
     if status != 0 or not (target / "moses.ini").is_file():
         raise RerankError(f"{ini_path}: filtering its tables with {script} failed (exit status {status}): "
                           f"{_moses_complaint(log)}")
@@ -190,7 +191,7 @@ def filtered_ini(script: str, ini_path: str, sources: Sequence[str], work: Path)
 def run_moses(command: list[str], source: Path, log: Path, ini_name: str) -> None:
     """Run Moses on ``source``, its stderr in ``log``; a failure names its most telling line."""
     with open(source, "rb") as stdin, open(log, "wb") as stderr:
-        status = subprocess.run(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr).returncode
+        status = processes.run(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr)
     if status != 0:
         raise RerankError(f"{ini_name}: Moses ({command[0]}) failed with exit status {status}: "
                           f"{_moses_complaint(log)}")

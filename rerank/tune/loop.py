@@ -54,6 +54,7 @@ from rerank.formats.files import atomic_output, make_output_dir, read_lines
 from rerank.formats.moses_ini import format_weight
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, save_weights, weight_vector
+from rerank.processes import run as run_command
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
@@ -61,7 +62,6 @@ from rerank.tune.optimize import corpus_bleu, optimise
 from rerank.tune.parallel import Jobs, Part, decode_in_parts, split_source
 from rerank.tune.stats import log_bleu
 from rerank.tune.templates import Template
-from rerank.tune.templates import run as run_command
 
 logger = logging.getLogger(__name__)
 

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_lines, read_text
-from rerank.tune.templates import Template, end_group, start
+from rerank.processes import end_group, start
+from rerank.tune.templates import Template
 
 logger = logging.getLogger(__name__)
 

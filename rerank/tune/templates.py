@@ -8,27 +8,20 @@ quotes is one word and never runs. A placeholder the template quotes itself, ``'
 inside a longer quoted string (``"--n={nbest}"``), where no quoting of the value is right, is refused
 with a message saying how to write it. ``${name}`` is the shell's, not a placeholder.
 
-Children run in their own process group (a new session), so that rerank ends the decoder and everything
-it started (a ``sh -c`` and its ``moses``) when it stops, on an error, SIGTERM or Ctrl-C: see
-:func:`process_group`.
+The commands are run by :mod:`rerank.processes`, each in a process group of its own, so that rerank ends
+the decoder and everything it started (a ``sh -c`` and its ``moses``) when it stops.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import shlex
-import signal
-import subprocess
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rerank.errors import RerankError
 
 _NAME = re.compile(r"\{([a-z_]+)\}")
-GRACE_SECONDS = 5.0  # between SIGTERM and SIGKILL when a child's group is ended
 
 
 Value = str | Sequence[str]  # one shell word, or a command as several words
@@ -124,45 +117,3 @@ def _parse(text: str, option: str, known: Collection[str]) -> tuple[str | Placeh
         raise RerankError(f"{option}: a quote ({quote}) opened at character {opened + 1} is never closed")
     parts.append("".join(literal))
     return tuple(part for part in parts if part != "")
-
-
-def start(command: str, **popen: Any) -> subprocess.Popen[bytes]:
-    """``command`` run by the shell in a process group of its own (see :func:`process_group`)."""
-    return subprocess.Popen(command, shell=True, start_new_session=True, **popen)
-
-
-def end_group(process: subprocess.Popen[bytes]) -> None:
-    """End ``process`` and every process of its group (SIGTERM, then SIGKILL after a grace period); of a
-    process that has ended, what it left running in its group."""
-    if process.poll() is not None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=GRACE_SECONDS)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # what the leader left behind
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    process.wait()
-
-
-@contextlib.contextmanager
-def process_group(command: str, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
-    """Run ``command`` (:func:`start`); when the block ends, however it ends (an error, SIGTERM or Ctrl-C,
-    which unwind rerank), the child's whole group is ended if it is still running."""
-    process = start(command, **popen)
-    try:
-        yield process
-    finally:
-        end_group(process)
-
-
-def run(command: str, **popen: Any) -> int:
-    """Run ``command`` to its end in its own process group; its exit status."""
-    with process_group(command, **popen) as process:
-        return process.wait()
