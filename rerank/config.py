@@ -246,27 +246,50 @@ def save_config(obj: Any, path: str | os.PathLike[str]) -> None:
         yaml.safe_dump(to_dict(obj), f, sort_keys=False, allow_unicode=True)
 
 
-def describe_keys(cls: type[Any], prefix: str = "") -> list[str]:
-    """Every key of the dataclass ``cls`` as ``dotted.key  default`` lines, nested dataclasses expanded:
-    what a YAML file for it may hold (for ``--help``)."""
+@dataclasses.dataclass(frozen=True)
+class ConfigKey:
+    """One key a YAML file for a config dataclass may hold (see :func:`config_keys`)."""
+
+    path: str  # dotted, e.g. ``model.subwords.vocab_size``
+    hint: Any  # its type
+    default: str | None  # the default's repr, "none", or None where the key is required
+    owner: type[Any]  # the dataclass that declares it
+    name: str  # its field's name in ``owner``
+    under_optional: bool  # inside a nested section that may be left out
+
+
+def config_keys(cls: type[Any], prefix: str = "", under_optional: bool = False) -> Iterator[ConfigKey]:
+    """Every key of the dataclass ``cls``, nested dataclasses expanded: the one walk over a config's keys
+    that ``--help`` and the docs' reference both read."""
     hints = typing.get_type_hints(cls)
-    lines = []
     for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
         path = _dotted(prefix, f.name)
         hint = hints[f.name]
         nested = [a for a in (typing.get_args(hint) or (hint,)) if dataclasses.is_dataclass(a)]
         if nested:
-            optional = f.default is None
-            lines += [line.replace("(required)", "(required with it)") if optional else line
-                      for line in describe_keys(cast(type[Any], nested[0]), path)]
+            yield from config_keys(cast(type[Any], nested[0]), path, under_optional or f.default is None)
             continue
         if f.default is not dataclasses.MISSING:
-            default = "(default: none)" if f.default is None else f"(default: {f.default!r})"
+            default: str | None = "none" if f.default is None else repr(f.default)
         elif f.default_factory is not dataclasses.MISSING:
-            default = f"(default: {f.default_factory()!r})"
+            default = repr(f.default_factory())
         else:
-            default = "(required)"
-        lines.append(f"{path}  {_describe(hint)}  {default}")
+            default = None
+        yield ConfigKey(path, hint, default, cls, f.name, under_optional)
+
+
+def describe_keys(cls: type[Any]) -> list[str]:
+    """Every key of the dataclass ``cls`` as ``dotted.key  type  (default)`` lines: what a YAML file for it
+    may hold (for ``--help``)."""
+    lines = []
+    for key in config_keys(cls):
+        if key.default is not None:
+            default = f"(default: {key.default})"
+        else:
+            default = "(required with it)" if key.under_optional else "(required)"
+        lines.append(f"{key.path}  {_describe(key.hint)}  {default}")
     return lines
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import dataclasses
 import importlib
 import inspect
 import re
@@ -155,26 +154,14 @@ def _key_table(cls: type[Any]) -> list[str]:
     return [*rows, ""]
 
 
-def _keys(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str, str]]:
-    hints = typing.get_type_hints(cls)
-    notes = _field_comments(cls)
+def _keys(cls: type[Any]) -> list[tuple[str, str, str, str]]:
+    from rerank.config import config_keys
+    notes: dict[type[Any], dict[str, str]] = {}
     keys = []
-    for field in dataclasses.fields(cls):
-        if not field.init:
-            continue
-        path = f"{prefix}.{field.name}" if prefix else field.name
-        hint = hints[field.name]
-        nested = [a for a in (typing.get_args(hint) or (hint,)) if dataclasses.is_dataclass(a)]
-        if nested:
-            keys += _keys(typing.cast(type[Any], nested[0]), path)
-            continue
-        if field.default is not dataclasses.MISSING:
-            default = "none" if field.default is None else f"`{field.default!r}`"
-        elif field.default_factory is not dataclasses.MISSING:
-            default = f"`{field.default_factory()!r}`"
-        else:
-            default = "required"
-        keys.append((path, _type_name(hint), default, notes.get(field.name, "")))
+    for key in config_keys(cls):
+        note = notes.setdefault(key.owner, _field_comments(key.owner)).get(key.name, "")
+        default = "required" if key.default is None else "none" if key.default == "none" else f"`{key.default}`"
+        keys.append((key.path, _type_name(key.hint), default, note))
     return keys
 
 
