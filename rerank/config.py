@@ -241,9 +241,9 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def save_config(obj: Any, path: str | os.PathLike[str]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        yaml.safe_dump(to_dict(obj), f, sort_keys=False, allow_unicode=True)
+def dump_config(obj: Any) -> str:
+    """``obj`` (a config dataclass, or a dict of them) as the YAML text that :func:`load_yaml` reads back."""
+    return yaml.safe_dump(to_dict(obj), sort_keys=False, allow_unicode=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from rerank.config import save_config
+from rerank.config import dump_config
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_binary_output
+from rerank.formats.files import atomic_binary_output, atomic_output
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.models.seq2seq import Seq2Seq
@@ -34,6 +34,12 @@ from rerank.models.vocab import TRG_VOCAB as TRG_VOCAB
 from rerank.models.vocab import Vocabulary
 
 WEIGHTS, CHECKPOINT = "model.pt", "checkpoint.pt"
+
+
+def save_config(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write a config (a model directory's ``config.yaml``) atomically: a crash leaves the old one or none."""
+    with atomic_output(path) as f:
+        f.write(dump_config(obj))
 
 
 @dataclass

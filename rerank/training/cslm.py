@@ -20,10 +20,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from rerank.config import at_least, below, load_yaml, save_config, to_dict
+from rerank.config import at_least, below, load_yaml, to_dict
 from rerank.errors import ConfigError, RerankError
 from rerank.formats.files import make_output_dir, read_lines
-from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model_weights, load_state, save_state
+from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model_weights, load_state, save_config, save_state
 from rerank.models.config import CONFIG
 from rerank.models.cslm import VOCAB, CSLMConfig, CSLMNet, ngrams
 from rerank.models.device import torch_threads

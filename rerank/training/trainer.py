@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rerank.config import from_dict, load_yaml, save_config, to_dict
+from rerank.config import from_dict, load_yaml, to_dict
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output, make_output_dir
 from rerank.models.architectures import build_model
@@ -29,6 +29,7 @@ from rerank.models.checkpoint import (
     WEIGHTS,
     load_model_weights,
     load_state,
+    save_config,
     save_state,
 )
 from rerank.models.config import CONFIG, ModelConfig, SubwordConfig

@@ -8,8 +8,9 @@ from typing import Literal
 
 import pytest
 
-from rerank.config import from_dict, load_config, load_yaml, save_config
+from rerank.config import from_dict, load_config, load_yaml
 from rerank.errors import ConfigError, FormatError
+from rerank.models.checkpoint import save_config
 from rerank.rescore.append import RescoreConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,3 +105,13 @@ def test_flags_override_a_config_by_dotted_key_and_unset_flags_leave_it() -> Non
     assert config.pro == base.pro and config.loop == base.loop
     with pytest.raises(ConfigError, match=r"^the command line: mert.restarts must be at least 1, got -1$"):
         with_overrides(base, {"mert.restarts": -1})
+
+
+def test_a_config_that_cannot_be_written_leaves_the_old_file_whole(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    save_config(Model("m", Attention("dot", 4), 0.3, (2, 2), "v.json", True), path)
+    before = path.read_bytes()
+    with pytest.raises(Exception, match="cannot represent"):
+        save_config({"model": {object()}}, path)  # YAML has no way to write it
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
