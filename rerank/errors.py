@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
+from collections.abc import Callable, Iterable
 
 _SAID: set[str] = set()
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -76,3 +78,12 @@ def log_once(logger: logging.Logger, level: int, message: str, *args: object) ->
 def shorten(text: str, width: int = 80) -> str:
     """``text`` cut to ``width`` characters, with an ellipsis when cut."""
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def check_finite(values: Iterable[tuple[str, Iterable[float]]], where: Callable[[], str]) -> None:
+    """A :class:`NonFiniteScore` naming ``where()`` and the label if any value is NaN or infinite (the place
+    is only worked out for the error, so that the check costs nothing on the lines that pass)."""
+    for label, numbers in values:
+        for value in numbers:
+            if not math.isfinite(value):
+                raise NonFiniteScore(where(), label, float(value))

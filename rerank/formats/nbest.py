@@ -14,13 +14,12 @@ Old Moses writes short labels (``d= lm= tm= w=``) and sometimes no space after t
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from rerank.errors import FormatError, NonFiniteScore, quoted, shorten
+from rerank.errors import FormatError, check_finite, quoted, shorten
 from rerank.formats.files import atomic_output, display_name, read_lines
 from rerank.formats.shards import ShardReader
 
@@ -76,7 +75,8 @@ class NBestEntry:
               total: float) -> NBestEntry:
         """A new line ``id ||| words ||| Label= v ... ||| total``, spaced as Moses writes it; a non-finite
         value is a :class:`~rerank.errors.NonFiniteScore`."""
-        where = f"sentence {sentence_id}, hypothesis {quoted(shorten(' '.join(words)))}"
+        def where() -> str:
+            return f"sentence {sentence_id}, hypothesis {quoted(shorten(' '.join(words)))}"
         check_finite(features, where)
         check_finite([("the total score", (total,))], where)
         fields = (f"{sentence_id} ", f" {' '.join(words)} ", f" {format_features(features)} ",
@@ -109,7 +109,7 @@ class NBestEntry:
     def with_features(self, additions: Sequence[tuple[str, Sequence[float]]], layout: FeatureLayout) -> NBestEntry:
         """A copy with ``Label= v ...`` appended to the features field; every other byte is kept. A non-finite
         value is a :class:`~rerank.errors.NonFiniteScore`."""
-        check_finite(additions, self.where())
+        check_finite(additions, self.where)
         raw = self.fields[2]
         body = raw.rstrip(" ")
         padding = raw[len(body):] or " "
@@ -120,7 +120,7 @@ class NBestEntry:
     def with_total(self, total: float) -> NBestEntry:
         """A copy whose field 4 holds ``total``, written as Moses writes it (finite, or a
         :class:`~rerank.errors.NonFiniteScore`)."""
-        check_finite([("the total score", (total,))], self.where())
+        check_finite([("the total score", (total,))], self.where)
         raw = self.fields[3]
         lead = raw[: len(raw) - len(raw.lstrip(" "))] or " "
         trail = raw[len(raw.rstrip(" ")):] or (" " if len(self.fields) > 4 else "")
@@ -134,14 +134,6 @@ NBestGroup = tuple[int, list[NBestEntry]]  # a sentence id and its hypotheses, i
 def format_value(value: float) -> str:
     """A score as Moses prints it: 6 significant digits, integers without a point, never ``-0``."""
     return f"{value + 0.0:.6g}"
-
-
-def check_finite(features: Iterable[tuple[str, Sequence[float]]], where: str) -> None:
-    """A :class:`~rerank.errors.NonFiniteScore` naming ``where`` and the label if any value is NaN or infinite."""
-    for label, values in features:
-        for value in values:
-            if not math.isfinite(value):
-                raise NonFiniteScore(where, label, value)
 
 
 def format_features(features: Iterable[tuple[str, Sequence[float]]]) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 import yaml
 
 from rerank.config import load_yaml
-from rerank.errors import ConfigError, NonFiniteScore, RerankError, counted
+from rerank.errors import ConfigError, RerankError, check_finite, counted
 from rerank.formats.files import atomic_output, read_lines
 from rerank.formats.moses_ini import SECTION, MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
@@ -61,10 +61,7 @@ def load_weights(path: str | os.PathLike[str]) -> Weights:
 def save_weights(weights: Mapping[str, Sequence[float]], path: str | os.PathLike[str]) -> None:
     """Write weights as YAML (a single value as a number, several as a list), atomically; a NaN or infinite
     weight is a :class:`~rerank.errors.NonFiniteScore` and nothing is written."""
-    for label, values in weights.items():
-        for value in values:
-            if not math.isfinite(value):
-                raise NonFiniteScore(str(path), f"the weight of {label}", float(value))
+    check_finite(((f"the weight of {label}", values) for label, values in weights.items()), lambda: str(path))
     data = {label: float(v[0]) if len(v) == 1 else [float(x) for x in v] for label, v in weights.items()}
     with atomic_output(path) as out:
         yaml.safe_dump(data, out, sort_keys=False, default_flow_style=None)

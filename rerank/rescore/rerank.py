@@ -68,10 +68,10 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
                 out.write("\n")
                 continue
             sparse += any(entry.sparse for entry in group)
-            if resorted is None:
-                out.write(best_hypothesis(group, vector).hypothesis + "\n")
-                continue
             try:
+                if resorted is None:
+                    out.write(best_hypothesis(group, vector).hypothesis + "\n")
+                    continue
                 ranked = reranked(group, vector)  # ranked[0] is the best hypothesis
             except NonFiniteScore as e:
                 raise e.in_file(nbest_name) from None
@@ -105,10 +105,14 @@ def all_sentences(sentences: Iterable[NBestGroup], *, num_sentences: int | None,
 
 
 def model_scores(group: Sequence[NBestEntry], weights: np.ndarray) -> np.ndarray:
-    """The log-linear score (dense features · weights) of each hypothesis (an overflow gives ±inf, which no
-    writer takes)."""
+    """The log-linear score (dense features · weights) of each hypothesis; one that overflows, or whose
+    features are not finite, is a :class:`~rerank.errors.NonFiniteScore`: no choice is made on it."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.array([entry.dense for entry in group], dtype=np.float64).reshape(len(group), -1) @ weights
+        scores = np.array([entry.dense for entry in group], dtype=np.float64).reshape(len(group), -1) @ weights
+    if not np.isfinite(scores).all():
+        bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise NonFiniteScore(group[bad].where(), "the total score", float(scores[bad]))
+    return scores
 
 
 def reranked(group: Sequence[NBestEntry], weights: np.ndarray) -> list[NBestEntry]:

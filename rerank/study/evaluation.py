@@ -135,9 +135,13 @@ def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, s
     from sacrebleu.metrics.bleu import BLEU
     from sacrebleu.metrics.chrf import CHRF
 
+    from rerank.tune.stats import check_tokenizer
+
     chosen, tokenize = tokenize is not None, tokenize or "13a"
-    if tokenize not in BLEU.TOKENIZERS:
-        raise RerankError(f"--tokenize {tokenize!r}: expected one of {', '.join(BLEU.TOKENIZERS)}")
+    try:
+        check_tokenizer(tokenize)
+    except ValueError as e:
+        raise RerankError(f"--tokenize: {e}") from None
     if not systems or not references:
         raise RerankError("expected at least one hypothesis file and one reference file")
     anchor = display_name(systems[0][1])

@@ -69,14 +69,18 @@ def test_translate_refuses_a_nan_score_in_its_nbest_list(broken_model: Path, tmp
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-def test_apply_refuses_a_total_that_overflows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("resort", [True, False], ids=["with --nbest-out", "1-best only"])
+def test_apply_refuses_a_total_that_overflows(resort: bool, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """No hypothesis is chosen on a score that is not a number, whether or not the list is written."""
     nbest = TEST_DATA / "toy.nbest"
     first = next(iter(read_nbest(nbest)))
     weights = {label: [1e308] * size for label, size in zip(first.layout.labels, first.layout.sizes, strict=True)}
     weights_file = tmp_path / "weights.yaml"
     weights_file.write_text(yaml.safe_dump(weights))
     out, resorted = tmp_path / "1best", tmp_path / "resorted.nbest"
-    code, err = run(["apply", nbest, "--weights", weights_file, "-o", out, "--nbest-out", resorted], capsys)
+    code, err = run(["apply", nbest, "--weights", weights_file, "-o", out,
+                     *(["--nbest-out", resorted] if resort else [])], capsys)
     assert code == 2, err
     assert f"rerank: error: {nbest}: line 1 (sentence 0): the total score is " in err
     assert "not a finite number; nothing was written" in err and "Warning" not in err
