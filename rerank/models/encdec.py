@@ -86,8 +86,7 @@ class EncoderDecoder(Seq2Seq):
     def teacher_forced(self, state: DecoderState, trg_in: Tensor) -> tuple[Tensor, None]:
         embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
         c = state.keys.expand(-1, trg_in.shape[1], -1)  # (B, T, H)
-        states, _ = self.rnn(torch.cat([embedded, c], dim=-1), state.hidden[None].contiguous())  # (B, T, H)
-        return self.output(states, embedded, c), None
+        return self.output(self.states_whole(state, embedded), embedded, c), None
 
     def step_reference(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         embedded = self.dropout(self.embed(prev))[:, None, :]  # (B, 1, E)
@@ -104,14 +103,15 @@ class EncoderDecoder(Seq2Seq):
     def features(self, state: DecoderState, trg_in: Tensor, keep: Tensor) -> Tensor:
         embedded = self.dropout(self.embed(trg_in))  # (B, T, E)
         gates_c, source_part = self._source_parts(state)
-        states = self.states_whole(state, embedded) if embedded.is_cuda else self.states_looped(state, embedded)
+        states = (self.states_whole(state, embedded) if embedded.is_cuda
+                  else self.states_looped(state, embedded, gates_c))
         rows = keep.nonzero()[:, 0]
         return self.output.features_with_source_part(states[keep], embedded[keep], source_part[rows], keep)
 
-    def states_looped(self, state: DecoderState, embedded: Tensor) -> Tensor:
-        """The decoder's states (B, T, H) over known inputs, step by step: on a CPU the faster way (W_c c comes
-        precomputed in the state; the embeddings' part of the gates is one matrix multiply for all steps)."""
-        gates_c, _ = self._source_parts(state)
+    def states_looped(self, state: DecoderState, embedded: Tensor, gates_c: Tensor) -> Tensor:
+        """The decoder's states (B, T, H) over known inputs, step by step: on a CPU the faster way (``gates_c``,
+        W_c c, comes from :meth:`_source_parts`; the embeddings' part of the gates is one matrix multiply for
+        all steps)."""
         weight_ih, _, weight_hh, bias_hh = self._gru_weights()
         embedding_weight = weight_ih[:, : self.config.embedding_size]  # (3H, E)
         if self.int8 is not None:

@@ -30,7 +30,8 @@ def test_decoder_states_by_one_gru_call_equal_the_steps() -> None:
     trg, _ = pad([[9, 10, 11, 12, 3], [13, 3]])
     state = model.encode(src, src_len)
     embedded = model.embed(shift_right(trg))
-    whole, looped = model.states_whole(state, embedded), model.states_looped(state, embedded)
+    gates_c, _ = model._source_parts(state)
+    whole, looped = model.states_whole(state, embedded), model.states_looped(state, embedded, gates_c)
     assert whole.shape == looped.shape == (2, 5, 16)
     assert torch.allclose(whole, looped, rtol=0, atol=1e-12)
 
