@@ -17,6 +17,7 @@ holds every process's random state, so that a run resumed with as many processes
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import torch.distributed as dist
 from rerank.errors import RerankError
 
 ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+LONG_WAIT = datetime.timedelta(days=2)  # how long the others wait while process 0 prepares a corpus
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,17 @@ class World:
         dist.all_gather(states, state)
         return [s.cpu() for s in states]
 
-    def barrier(self) -> None:
+    def barrier(self, group: dist.ProcessGroup | None = None) -> None:
         if self.distributed:
-            dist.barrier()
+            dist.barrier(group=group)
+
+    def long_wait_group(self) -> dist.ProcessGroup | None:
+        """A CPU group of every process whose barrier waits :data:`LONG_WAIT`, made by all before process 0
+        starts long work alone (preparing a corpus): the default group's watchdog ends a barrier after
+        minutes."""
+        if not self.distributed:
+            return None
+        return dist.new_group(backend="gloo", timeout=LONG_WAIT)
 
 
 def _for_backend(tensor: torch.Tensor) -> torch.Tensor:

@@ -70,10 +70,11 @@ class Trainer:
         self.world = world or World()
         self.out = Path(config.output_dir)
         self.data_dir = Path()
+        waiting = self.world.long_wait_group()
         if self.world.is_main:
             self._prepare_output()
             self.data_dir = prepared_data(config.data, config.model.subwords, self.out)
-        self.world.barrier()  # the others read what process 0 wrote
+        self.world.barrier(waiting)  # the others read what process 0 wrote
         self._load_data()
         torch.manual_seed(config.training.seed)
         self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab)).to(self.device)
