@@ -42,6 +42,7 @@ import numpy as np
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.phrase_table import read_phrase_table
+from rerank.formats.shards import file_digest
 from rerank.models.config import SubwordConfig
 from rerank.models.subwords import (
     SAMPLE_SEED,
@@ -300,16 +301,9 @@ def shard_name(shard: int) -> str:
     return f"shard-{shard:05d}"
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def file_record(path: Path) -> dict[str, Any]:
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": sha256(path)}
+    size, digest = file_digest(path)
+    return {"file": path.name, "bytes": size, "sha256": digest}
 
 
 def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, work: Path) -> tuple[_Pieces, _Pieces]:
@@ -432,11 +426,12 @@ def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
 PREPARED_DIR = "data"  # where `rerank train` prepares the text of its config, in the model directory
 
 
-def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: Path) -> Path:
+def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: Path) -> tuple[Path, bool]:
     """The prepared directory of a data config: ``data.prepared``, or the model directory's ``data/``, prepared
-    from the config's text now unless it was from the same files (size and time) with the same settings."""
+    from the config's text now unless it was from the same files (size and time) with the same settings; and
+    whether it was prepared now (its files' checksums were just taken: no need to check them again)."""
     if data.prepared is not None:
-        return Path(data.prepared)
+        return Path(data.prepared), False
     settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length, subwords=subwords)
     if data.train is not None:
         kind = "parallel"
@@ -454,11 +449,11 @@ def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: P
         current = False
     if current:
         logger.info("%s: prepared from the same files with the same settings, read as it is", out)
-        return out
+        return out, False
     logger.info("preparing the training data into %s", out)
     if data.train is not None:
         prepare_parallel(data.train.source, data.train.target, out, settings, replace=True)
     else:
         assert data.phrase_table is not None
         prepare_phrase_table(data.phrase_table, out, settings, replace=True)
-    return out
+    return out, True

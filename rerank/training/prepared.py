@@ -24,10 +24,11 @@ import numpy as np
 import torch
 
 from rerank.errors import RerankError
+from rerank.formats.shards import file_digest
 from rerank.models.subwords import SubwordVocabulary
 from rerank.models.vocab import EOS_ID, PAD_ID, Vocabulary
 from rerank.training.data import Batch, bucketed_order
-from rerank.training.prepare import FORMAT, MANIFEST, SIDES, VERSION, id_dtype, sha256, shard_name
+from rerank.training.prepare import FORMAT, MANIFEST, SIDES, VERSION, id_dtype, shard_name
 
 
 class PreparedCorpus:
@@ -76,7 +77,7 @@ class PreparedCorpus:
         if size != record["bytes"]:
             raise self._error(path, f"{record['bytes']:,} bytes as {MANIFEST} says, got {size:,} (truncated or "
                                     "replaced)")
-        if verify and sha256(path) != record["sha256"]:
+        if verify and file_digest(path)[1] != record["sha256"]:
             raise self._error(path, f"the SHA-256 {MANIFEST} gives (the file is corrupted or was changed)")
         return path
 

@@ -20,6 +20,7 @@ import torch
 from rerank.config import from_dict, load_yaml, to_dict
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output, make_output_dir
+from rerank.formats.shards import file_digest
 from rerank.models.architectures import build_model
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
@@ -38,7 +39,7 @@ from rerank.models.seq2seq import Seq2Seq
 from rerank.training.config import DataConfig, TrainConfig
 from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
-from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data, sha256
+from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 
 logger = logging.getLogger(__name__)
@@ -69,13 +70,13 @@ class Trainer:
         self.device = torch.device(device)
         self.world = world or World()
         self.out = Path(config.output_dir)
-        self.data_dir = Path()
+        self.data_dir, prepared_now = Path(), False
         waiting = self.world.long_wait_group()
         if self.world.is_main:
             self._prepare_output()
-            self.data_dir = prepared_data(config.data, config.model.subwords, self.out)
+            self.data_dir, prepared_now = prepared_data(config.data, config.model.subwords, self.out)
         self.world.barrier(waiting)  # the others read what process 0 wrote
-        self._load_data()
+        self._load_data(verify=self.world.is_main and not prepared_now)
         torch.manual_seed(config.training.seed)
         self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab)).to(self.device)
         self.optimizer = self._make_optimizer()
@@ -100,13 +101,13 @@ class Trainer:
                 logger.info("%s: training settings changed since the last run; using the new ones", self.out)
         save_config(self.config, config_path)
 
-    def _load_data(self) -> None:
-        """The prepared training data (memory-mapped; process 0 checks its files), its vocabularies (a resumed
-        run's must be the model's own), and the validation pairs."""
+    def _load_data(self, verify: bool) -> None:
+        """The prepared training data (read by position; with ``verify``, its files checked against their
+        checksums), its vocabularies (a resumed run's must be the model's own), and the validation pairs."""
         data = self.config.data
         if not self.world.is_main:
             self.data_dir = Path(data.prepared) if data.prepared is not None else self.out / PREPARED_DIR
-        self.corpus = PreparedCorpus(self.data_dir, verify=self.world.is_main)
+        self.corpus = PreparedCorpus(self.data_dir, verify=verify)
         manifest = self.corpus.manifest
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(self.corpus),
                     manifest["skipped_longer"], manifest["settings"]["max_length"])
@@ -126,7 +127,7 @@ class Trainer:
             files += [(manifest["subwords"][side], name) for side, name in zip(SIDES, SUBWORD_FILES, strict=True)]
         for record, name in files:
             if (self.out / CHECKPOINT).exists():  # resuming: the run's own vocabularies
-                if not (self.out / name).exists() or sha256(self.out / name) != record["sha256"]:
+                if not (self.out / name).exists() or file_digest(self.out / name)[1] != record["sha256"]:
                     raise RerankError(f"{self.data_dir / record['file']}: refused: its vocabulary is not that of the "
                                       f"model in {self.out} ({name}); train with the data the model was trained on")
             elif self.world.is_main:
