@@ -177,9 +177,16 @@ class Seq2Seq(nn.Module):
         features = self.features(self.encode(src, src_len), shift_right(trg), keep)
         if not label_smoothing:
             return -gold_log_probs(features, self.output_layer, trg[keep]).sum()
-        log_probs = torch.log_softmax(self.output_layer(features), dim=-1)  # (N, V)
-        nll = -log_probs.gather(1, trg[keep][:, None]).sum()
-        return (1 - label_smoothing) * nll - label_smoothing * log_probs.mean(-1).sum()
+        # Without a (N, V) tensor: ln Z = logit(y) − ln p(y), so the mean over the vocabulary of ln p(v) is
+        # mean_v logit(v) − logit(y) + ln p(y), and mean_v logit(v) is the features times the mean output row.
+        gold, layer = trg[keep], self.output_layer
+        gold_lp = gold_log_probs(features, layer, gold)
+        features = features.to(layer.weight.dtype)
+        bias = layer.bias if layer.bias is not None else layer.weight.new_zeros(layer.weight.shape[0])
+        mean_logit = features @ layer.weight.mean(0) + bias.mean()
+        gold_logit = (features * layer.weight[gold]).sum(-1) + bias[gold]
+        mean_lp = mean_logit - gold_logit + gold_lp
+        return -(1 - label_smoothing) * gold_lp.sum() - label_smoothing * mean_lp.sum()
 
     def score(self, state: DecoderState, trg: Tensor) -> Tensor:
         """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""

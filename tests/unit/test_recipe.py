@@ -58,6 +58,23 @@ def test_label_smoothing_is_the_defined_mixture_and_scores_stay_log_probabilitie
         assert abs(float(loss) - float(nll.sum())) > 1e-3  # it changes the loss
 
 
+def test_label_smoothing_gradients_of_the_fast_path_equal_the_reference_path() -> None:
+    """The fast path's smoothed loss (no (N, V) tensor) has the reference path's gradients."""
+    torch.manual_seed(0)
+    model = build_model(RECIPE, 30, 25).double().eval()
+    src, src_len = pad(SOURCES)
+    trg, _ = pad(TARGETS)
+    grads = []
+    for reference in (False, True):
+        model.zero_grad()
+        with reference_path(model, reference):
+            model(src, src_len, trg, label_smoothing=0.2).backward()
+        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1]) > 0
+    for fast, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(fast, ref, rtol=1e-9, atol=1e-10)
+
+
 def test_tied_target_embeddings_are_one_tensor_through_training_and_loading(tmp_path: Path) -> None:
     model = build_model(RECIPE, 30, 25)
     assert model.output_layer.weight is model.embed.lookup.weight
