@@ -142,12 +142,12 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     the line."""
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_CONFIG_BYTES + 1)
         if data[:2] == GZIP_MAGIC:  # gzip is recognised by its magic bytes, as every text input is
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
                 data = unzipped.read(MAX_CONFIG_BYTES + 1)
-            if len(data) > MAX_CONFIG_BYTES:
-                raise ConfigError(f"{path}: expected a config of at most {MAX_CONFIG_BYTES:,} bytes uncompressed")
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: expected a config of at most {MAX_CONFIG_BYTES:,} bytes (uncompressed)")
     except OSError as e:  # gzip.BadGzipFile and EOFError: a damaged or cut gzip file
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
     except EOFError:

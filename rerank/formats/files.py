@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 
+from rerank.config import GZIP_MAGIC
 from rerank.errors import FormatError, RerankError
 
 STDIO = "-"
-GZIP_MAGIC = b"\x1f\x8b"
 GZIP_LEVEL = 6  # level 9 costs twice the time for 1-2% smaller files
 
 

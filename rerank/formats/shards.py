@@ -38,10 +38,9 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from rerank.config import load_yaml
+from rerank.config import GZIP_MAGIC, load_yaml
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import (
-    GZIP_MAGIC,
     STDIO,
     atomic_binary_output,
     atomic_output,

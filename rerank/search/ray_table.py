@@ -32,8 +32,9 @@ from typing import Any, BinaryIO
 import numpy as np
 import torch
 
+from rerank.config import GZIP_MAGIC
 from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import GZIP_MAGIC, atomic_output, decode_line, display_name, is_gzip
+from rerank.formats.files import atomic_output, decode_line, display_name, is_gzip
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
 from rerank.formats.shards import starts_table_segment
 from rerank.formats.tokens import Pair
