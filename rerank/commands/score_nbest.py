@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
     specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
     if args.precision is not None:
-        specs = [dataclasses.replace(spec, config=dataclasses.replace(spec.config, precision=args.precision))
+        specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {"precision": args.precision}))
                  if hasattr(spec.config, "precision") else spec for spec in specs]
     needy = [spec.label for spec in specs if spec.needs_source]
     if needy and args.source is None:
