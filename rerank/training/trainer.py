@@ -177,6 +177,12 @@ class Trainer:
             raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
         logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
                     self.progress.epoch + 1, self.progress.batch)
+        if self.world.is_main:  # weights kept after the checkpoint by the run that stopped are not this run's
+            from rerank.models.averaging import checkpoint_path, checkpoint_updates
+
+            for updates in checkpoint_updates(self.out):
+                if updates > self.progress.updates:
+                    checkpoint_path(self.out, updates).unlink()
 
     def _save_checkpoint(self) -> None:
         """Process 0 writes the checkpoint, with every process's random state (gathered from all)."""

@@ -17,7 +17,13 @@ from rerank.cli import main
 from rerank.config import from_dict
 from rerank.errors import RerankError
 from rerank.models.architectures import build_model
-from rerank.models.averaging import CHECKPOINTS_DIR, average_weights, checkpoint_updates, select_checkpoints
+from rerank.models.averaging import (
+    CHECKPOINTS_DIR,
+    average_weights,
+    checkpoint_path,
+    checkpoint_updates,
+    select_checkpoints,
+)
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model, load_state
 from rerank.models.config import ModelConfig, SubwordConfig
@@ -209,6 +215,11 @@ def test_warm_up_kept_checkpoints_and_rerank_average(tmp_path: Path, monkeypatch
     assert main(["-q", "average", str(out), str(tmp_path / "last"), "--last", "5"]) == 2  # only 4 kept
     assert main(["-q", "average", str(out), str(out), "--last", "2"]) == 2  # never over its input
     assert (out / WEIGHTS).exists() and (out / CHECKPOINTS_DIR).is_dir()
+    # weights kept after checkpoint.pt by a run that stopped between the two writes go when the run resumes
+    stale = checkpoint_path(out, 9)
+    stale.write_bytes(checkpoint_path(out, 6).read_bytes())
+    Trainer(train_config(tmp_path, warmup_updates=4, keep_checkpoints=2, max_updates=6, lr_decay=0.5))
+    assert not stale.exists() and checkpoint_updates(out) == [4, 5, 6]
 
 
 def test_a_run_written_before_the_options_existed_resumes(tmp_path: Path) -> None:
