@@ -59,12 +59,9 @@ def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.errors import RerankError
     from rerank.formats.files import count_lines, display_name
     from rerank.rescore.rerank import known_weights, rerank_nbest
 
-    if args.nbest_out == "-" and args.output == "-":
-        raise RerankError("the 1-best output and --nbest-out cannot both be stdout: give -o FILE")
     weights, origins = merged_weights(args)
     nbest_name = display_name(args.nbest)
     num_sentences = count_lines(args.source) if args.source is not None else args.num_sentences

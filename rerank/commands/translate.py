@@ -110,14 +110,9 @@ def search_config(args: argparse.Namespace) -> SearchConfig:
                         length_penalty=LengthPenalty(**{k: v for k, v in penalty.items() if v is not None}))
 
 
-def check_outputs(args: argparse.Namespace) -> None:
+def check_options(args: argparse.Namespace) -> None:
     from rerank.errors import RerankError
-    from rerank.formats.files import STDIO
 
-    to_stdout = [flag for flag, path in (("--output", args.output), ("--alignments", args.alignments),
-                                         ("--attention", args.attention)) if path == STDIO]
-    if len(to_stdout) > 1:
-        raise RerankError(f"{' and '.join(to_stdout)} both write to stdout: give one of them a file")
     if (args.dictionary or args.phrase_table) and not args.unk_replace:
         raise RerankError("--dictionary and --phrase-table are for --unk-replace")
 
@@ -145,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     config = search_config(args)
-    check_outputs(args)
+    check_options(args)
     try:
         label = check_label(args.label) if args.label is not None else None
     except ValueError as e:

@@ -283,10 +283,13 @@ def check_output(path: str | os.PathLike[str]) -> Output:
 def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
                   inputs: Iterable[str | os.PathLike[str] | None] = ()) -> list[Output]:
     """Check a command's outputs, given as ``(option, path)`` pairs (``None``: not asked for), before it starts:
-    each with :func:`check_output`, no two the same file, and none the same file as one of ``inputs`` (the
-    same device and inode, whatever the names: a hard link or a symbolic link is the same file). A directory
-    among the inputs (a model directory) stands for the files in it."""
+    each with :func:`check_output`, no two the same file (nor both stdout), and none the same file as one of
+    ``inputs`` (the same device and inode, whatever the names: a hard link or a symbolic link is the same file).
+    A directory among the inputs (a model directory) stands for the files in it."""
     checked = [(option, check_output(path)) for option, path in outputs if path is not None]
+    to_stdout = [option for option, output in checked if output.path == STDIO]
+    if len(to_stdout) > 1:
+        raise RerankError(f"{' and '.join(to_stdout)} both write to stdout: give all but one of them a file")
     read: dict[tuple[int, int], str] = {}
     for path in inputs:
         if path is None or str(path) == STDIO:

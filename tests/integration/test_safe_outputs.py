@@ -53,6 +53,17 @@ def test_oracle_never_writes_over_a_reference(nbest: Path, tmp_path: Path, capsy
     assert reference.read_bytes() == before
 
 
+@pytest.mark.parametrize("command", [["oracle", "{nbest}", "-r", "{ref}", "-o", "-", "--json", "-"],
+                                     ["apply", "{nbest}", *WEIGHTS, "-o", "-", "--nbest-out", "-"]],
+                         ids=["oracle", "apply"])
+def test_two_outputs_on_stdout_are_refused(command: list[str], nbest: Path, capsys) -> None:
+    argv = [arg.format(nbest=nbest, ref=DATA / "toy.fr") for arg in command]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "both write to stdout: give all but one of them a file" in captured.err
+
+
 def test_tune_refuses_its_init_as_output_before_tuning(tmp_path: Path, capsys) -> None:
     ini = tmp_path / "m.ini"
     shutil.copy(TUNE / "moses.ini", ini)
