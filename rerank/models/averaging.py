@@ -15,13 +15,10 @@ import torch
 from torch import Tensor
 
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_binary_output
-from rerank.models.checkpoint import CHECKPOINT, SRC_VOCAB, TRG_VOCAB, WEIGHTS, load_state, save_state
-from rerank.models.config import CONFIG
+from rerank.models.checkpoint import CHECKPOINT, load_model, load_model_weights, load_state, save_model
 
 CHECKPOINTS_DIR = "checkpoints"  # in a model directory: weights kept at validations
 _NAME = re.compile(r"update-(\d+)\.pt")
-_COPIED = (CONFIG, SRC_VOCAB, TRG_VOCAB, "subwords.src.model", "subwords.trg.model")
 
 
 def checkpoint_path(model_dir: str | os.PathLike[str], updates: int) -> Path:
@@ -93,10 +90,7 @@ def average_model(model_dir: str | os.PathLike[str], output_dir: str | os.PathLi
         states.append(weights)
     if any(set(state) != set(states[0]) for state in states):
         raise RerankError(f"{source / CHECKPOINTS_DIR}: the checkpoints hold different weights")
-    target.mkdir(parents=True, exist_ok=True)
-    for name in _COPIED:
-        if (source / name).exists():
-            with atomic_binary_output(target / name) as out:
-                out.write((source / name).read_bytes())
-    save_state({"model": average_weights(states)}, target / WEIGHTS)
+    loaded = load_model(source)  # the architecture and vocabularies the weights must fit
+    load_model_weights(loaded.model, average_weights(states), source / CHECKPOINTS_DIR)
+    save_model(target, loaded.model, loaded.src_vocab, loaded.trg_vocab)
     return chosen
