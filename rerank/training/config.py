@@ -57,7 +57,7 @@ class TrainingConfig:
     label_smoothing: float = 0.0  # ε: the loss is (1 − ε) NLL + ε · mean over the vocabulary of −ln p
     keep_checkpoints: int = 0  # weights kept at the last N validations and the best N, for `rerank average`
     seed: int = 1234
-    precision: Literal["float32", "bf16"] = "float32"  # bf16: the forward pass under torch.autocast (for a GPU)
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: the forward pass under torch.autocast (for a GPU)
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
     def __post_init__(self) -> None:
