@@ -18,6 +18,7 @@ import gzip
 import io
 import os
 import secrets
+import signal
 import stat
 import sys
 import zlib
@@ -151,8 +152,16 @@ def atomic_binary_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with _writing(path), open(output.target, "wb") as raw, _compressed(raw, output.target) as binary:
             yield binary
         return
-    fd, tmp = _create_temporary(output.target)
+    # SIGTERM and Ctrl-C wait while the file is made, so that the one that stops rerank comes inside the try
+    # that removes the file on the way out
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)
     try:
+        fd, tmp = _create_temporary(output.target)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         with _writing(path):
             if output.mode is not None:
                 os.fchmod(fd, output.mode)
@@ -202,6 +211,7 @@ def committed_together() -> Iterator[None]:
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
     "rerank_pending_outputs", default=None)
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+UNWINDING_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # rerank unwinds on these (see rerank.cli)
 
 
 @contextlib.contextmanager
