@@ -20,7 +20,7 @@ class Split:
 
     source: str
     reference: str
-    nbest: str
+    nbest: str | None = None  # Moses' n-best list of the source; none: Moses decodes it (moses.nbest_size)
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,39 @@ class MosesSystem:
     phrase_table: str | None = None  # scored with the encoder-decoder, and RNNsearch's dictionary for UNKs
     score_table: bool = True  # false: use the phrase table for UNKs and forced decoding, without scoring it
     decoder: str | None = None  # the moses binary: forced decoding gives the union Moses' features
-    filter_script: str | None = None  # filter-model-given-input.pl, to filter the tables for forced decoding
+    filter_script: str | None = None  # filter-model-given-input.pl: the model filtered to dev and test first
+    threads: int = 1  # Moses' threads, in every Moses run of the study
+    nbest_size: int | None = None  # Moses decodes dev and test into lists this long (distinct), in place of their nbest
+    nbest_factor: int | None = None  # Moses' -n-best-factor for those lists (Moses' default: 20)
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "threads", "nbest_size", "nbest_factor")
+        if self.nbest_size is not None and self.decoder is None:
+            raise ValueError("moses.nbest_size: Moses decodes the lists: give moses.decoder too")
+
+
+System = Literal["baseline", "encdec", "rnnsearch"]  # a system of decoder_tuning: a model's phrase-table column
+
+
+@dataclass(frozen=True)
+class DecoderTuning:
+    """Moses re-tuned on dev with Moses in the loop, and dev and test decoded with each run's weights (the
+    phrase-table route): the system as it is and with each model's score as one more phrase-table column."""
+
+    systems: tuple[System, ...] = ("baseline", "encdec", "rnnsearch")  # baseline: moses.ini; a model: its column
+    seeds: tuple[int, ...] = (1, 2, 3)  # one tuning run (rerank tune --decoder) per system and seed
+    nbest_size: int = 100  # Moses' n-best list (distinct) per iteration
+    restarts: int = 20  # MERT's random restarts
+    iterations: int = 25  # decoder runs at most
+    mert_moses: str | None = None  # mert-moses.pl: the baseline tuned by it too, from the same weights
+    rescore: System | None = None  # a system whose runs' own n-best lists get every feature, re-tuned
+
+    def __post_init__(self) -> None:
+        if not self.systems or not self.seeds:
+            raise ValueError("give at least one system and one seed")
+        if self.rescore is not None and self.rescore not in self.systems:
+            raise ValueError(f"rescore: {self.rescore} is not one of the systems {list(self.systems)}")
+        at_least(self, 1, "nbest_size", "restarts", "iterations")
 
 
 @dataclass(frozen=True)
@@ -58,6 +90,12 @@ class ExperimentConfig:
     cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
     consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
     list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
+    rescoring: bool = True  # the rescoring rows on Moses' n-best lists; false: decoder_tuning alone
+    decoder_tuning: DecoderTuning | None = None  # Moses re-tuned with Moses in the loop (needs moses.decoder)
+
+    def split(self, name: str) -> Split:
+        """``dev`` or ``test`` by name."""
+        return self.dev if name == "dev" else self.test
 
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
@@ -67,6 +105,14 @@ class ExperimentConfig:
         if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
             raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
+        if self.decoder_tuning is not None and self.moses.decoder is None:
+            raise ValueError("decoder_tuning runs Moses: give moses.decoder")
+        if not self.rescoring and self.decoder_tuning is None:
+            raise ValueError("rescoring: false leaves nothing to run without decoder_tuning")
+        unlisted = [name for name, split in (("dev", self.dev), ("test", self.test)) if split.nbest is None]
+        if unlisted and self.rescoring and self.moses.nbest_size is None:
+            raise ValueError(f"{unlisted[0]}.nbest: give Moses' n-best list, or moses.nbest_size for Moses to "
+                             "decode it")
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:
@@ -82,6 +128,7 @@ def check_inputs(config: ExperimentConfig, source: str = "the experiment config"
              "channel": config.channel, "cslm": config.cslm, "moses.ini": m.ini,
              "moses.language_model": m.language_model, "moses.phrase_table": m.phrase_table,
              "moses.filter_script": m.filter_script,
+             "decoder_tuning.mert_moses": config.decoder_tuning.mert_moses if config.decoder_tuning else None,
              **{f"{name}.{key}": getattr(split, key) for name, split in (("dev", config.dev), ("test", config.test))
                 for key in ("source", "reference", "nbest")}}
     missing = [f"{key}: {path}" for key, path in named.items() if path is not None and not os.path.exists(path)]

@@ -1,11 +1,25 @@
-"""The study's results table: mean ± sd over seeds, one line per system, and the models' summary."""
+"""The study's report: ``results.md`` (the tables: mean ± sd over seeds, one line per system; the models; BLEU by
+source length; the timings) and ``results.json``."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import logging
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rerank.formats.files import committed_together
+from rerank.study.config import ExperimentConfig
+from rerank.study.runner import write_file
+
+if TYPE_CHECKING:
+    from rerank.study.rows import Row
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -13,6 +27,13 @@ class Score:
     dev: list[float] = field(default_factory=list)
     test: list[float] = field(default_factory=list)
 
+
+def bleu(config: ExperimentConfig, path: Path, split: str) -> float:
+    """Corpus BLEU of a 1-best file against the split's reference, with the study's tokenizer."""
+    from rerank.study.evaluation import evaluate
+
+    reference = config.split(split).reference
+    return evaluate([(path.name, str(path))], [reference], tokenize=config.tokenize).systems[0].bleu
 
 
 def mean_spread(values: Sequence[float]) -> str:
@@ -57,3 +78,135 @@ def model_summary(models: dict[str, Path]) -> list[str]:
                      f"{progress['best_ppl']:.2f}")
         lines.append(line)
     return lines
+
+
+@dataclass
+class Run:
+    """One tuning run: BLEU of dev and test decoded with its weights, and each iteration's dev BLEU."""
+
+    dev: float
+    test: float
+    iterations: tuple[float, ...] = ()
+
+
+@dataclass
+class RouteResults:
+    runs: dict[str, list[Run]] = field(default_factory=dict)  # by system: baseline, encdec, ..., mert-moses.pl
+    seconds: dict[str, float] = field(default_factory=dict)  # each tuner's wall time, by system and seed
+
+
+def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
+    """The phrase-table route's table: each system's dev and test BLEU (mean ± sd over the tuning runs), the test
+    BLEU of each run, and each run's dev BLEU per iteration (the decoder's output with that iteration's weights)."""
+    titles = {"moses.ini": "Moses, the weights of moses.ini", "baseline": "Moses, re-tuned with Moses in the loop",
+              "encdec": "+ encoder-decoder score in the phrase table, re-tuned",
+              "rnnsearch": "+ RNNsearch score in the phrase table, re-tuned",
+              "mert-moses.pl": "Moses, re-tuned by mert-moses.pl"}
+    lines = ["| system | dev BLEU | test BLEU | test per run | dev BLEU per iteration, per run |",
+             "|---|---|---|---|---|"]
+    for system, runs in results.runs.items():
+        title = titles.get(system) or f"{titles[system.split('+')[0]]}, its n-best lists rescored with every " \
+                                      "feature and re-tuned"
+        per_run = " / ".join(f"{run.test:.2f}" for run in runs) if len(runs) > 1 else ""
+        iterations = " / ".join(", ".join(f"{b:.2f}" for b in run.iterations) for run in runs if run.iterations)
+        lines.append(f"| {title} | {mean_spread([r.dev for r in runs])} | {mean_spread([r.test for r in runs])} | "
+                     f"{per_run} | {iterations} |")
+    return lines
+
+
+def route_summary(results: RouteResults) -> dict[str, object]:
+    """The figures of :func:`route_table` for results.json."""
+    return {"runs": {system: [{"dev": r.dev, "test": r.test, "iterations": r.iterations} for r in runs]
+                     for system, runs in results.runs.items()},
+            "seconds": results.seconds,
+            "mean": {system: {split: statistics.mean(getattr(r, split) for r in runs) for split in ("dev", "test")}
+                     for system, runs in results.runs.items()}}
+
+
+class Report:
+    """The tables of one study, filled as its parts finish, and written together."""
+
+    def __init__(self, config: ExperimentConfig, out: Path, models: dict[str, Path]):
+        self.config, self.out, self.models = config, out, models
+        self.lines: list[str] = []
+        self.data: dict[str, Any] = {}
+        self.tuned_systems: list[tuple[str, str]] = []  # (name, test 1-best) for BLEU by source length
+
+    def bleu(self, path: Path, split: str) -> float:
+        return bleu(self.config, path, split)
+
+    def rescoring(self, rows: tuple[Row, ...], results: dict[str, dict[str, Score]],
+                  oracles: dict[str, dict[str, float]]) -> None:
+        """The rescoring rows' table, with the neural systems alone."""
+        c, out = self.config, self.out
+        alone = {model: {split: self.bleu(out / f"{split}.{model}.1best", split) for split in ("dev", "test")}
+                 for model in ("rnnsearch", "encdec", *(("ensemble",) if c.ensemble_seeds else ()))}
+        first = c.optimizers[0]
+        lines = [f"| system | dev BLEU ({first.upper()}) | test BLEU ({first.upper()}) | "
+                 + "".join(f"test BLEU ({o.upper()}) | " for o in c.optimizers[1:]) + "oracle BLEU (dev / test) |",
+                 "|---|---|---|" + "---|" * len(c.optimizers),
+                 table_row("Moses baseline (its own weights)", {first: results["moses"]["moses.ini"]}, c.optimizers,
+                           oracles["moses"])]
+        for row in rows:
+            lines.append(table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest]))
+            if row.key == "all":
+                lines.append(table_row(f"RNNsearch alone (beam {c.beam})", {first: Score(
+                    [alone["rnnsearch"]["dev"]], [alone["rnnsearch"]["test"]])}, c.optimizers, oracles["rnnsearch"]))
+                if c.ensemble_seeds:
+                    lines.append(table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
+                                           {first: Score([alone["ensemble"]["dev"]], [alone["ensemble"]["test"]])},
+                                           c.optimizers))
+        self.lines += [
+            f"Tuned on dev ({c.dev.source}), tested on {c.test.source}.",
+            f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}; the oracle BLEU "
+            "is that of the candidate pool each row reranks (rerank oracle; for RNNsearch alone, its n-best list).",
+            "", *lines, "",
+            f"RNN encoder-decoder alone (beam {c.beam}): dev {alone['encdec']['dev']:.2f}, "
+            f"test {alone['encdec']['test']:.2f}.", ""]
+        self.tuned_systems = [("Moses", str(out / "tuning" / "moses" / "moses.ini.test.1best")),
+                              ("RNN encoder-decoder", str(out / "test.encdec.1best")),
+                              ("RNNsearch", str(out / "test.rnnsearch.1best")),
+                              ("Moses + all features", str(out / "tuning" / "all" / f"{first}-seed{c.seeds[0]}"
+                                                            ".test.1best"))]
+        self.data.update({"rnnsearch": alone["rnnsearch"], "encdec": alone["encdec"],
+                          "ensemble": alone.get("ensemble", {}), "oracle": oracles,
+                          "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()}
+                                   for key, row in results.items()}})
+
+    def write(self, route: RouteResults, timings: dict[str, float]) -> Path:
+        """results.md and results.json, together; BLEU by source length of the tuned systems (and its PNG)."""
+        from rerank.study.evaluation import evaluate, format_evaluation
+        from rerank.study.plots import plot_bucket_bleu
+
+        c = self.config
+        lines = ["# Results", ""]
+        if route.runs:
+            directory = self.out / "decoder-tuning"
+            self.tuned_systems = self.tuned_systems or [
+                (system, str(directory / ("moses.ini.test.1best" if system == "moses.ini" else
+                                          f"{system}/seed{c.decoder_tuning.seeds[0]}.test.1best")))
+                for system in route.runs if "+" not in system and system != "mert-moses.pl"] \
+                if c.decoder_tuning else []
+            self.lines += ["## Moses re-tuned with Moses in the loop", "",
+                           f"`rerank tune --decoder` on dev (MERT, {c.decoder_tuning.restarts} restarts, "
+                           f"{c.decoder_tuning.nbest_size}-best lists, distinct), then dev and test decoded by Moses "
+                           "with each run's tuned moses.ini; mean ± standard deviation over the runs (seeds "
+                           f"{', '.join(map(str, c.decoder_tuning.seeds))}).", "", *route_table(c, route), ""] \
+                if c.decoder_tuning else []
+            self.data["decoder_tuning"] = route_summary(route)
+        by_length = evaluate(self.tuned_systems, [c.test.reference], source=c.test.source, buckets=c.buckets,
+                             tokenize=c.tokenize)
+        plot_bucket_bleu(by_length, self.out / "bleu-by-length.png")
+        signature = by_length.bleu_signature
+        lines += [f"BLEU by sacreBLEU, {signature}.", "", *self.lines,
+                  "## Models", "", *model_summary(self.models), "",
+                  "## BLEU by source length (test)", "", "```", format_evaluation(by_length).rstrip(), "```", "",
+                  "![BLEU by source length](bleu-by-length.png)", "",
+                  "## Timings", "", *(f"- {step}: {seconds:.0f} s" for step, seconds in timings.items()), ""]
+        path = self.out / "results.md"
+        with committed_together():  # the table and its numbers appear together
+            write_file(path, "\n".join(lines))
+            write_file(self.out / "results.json", json.dumps(
+                {"signature": signature, **self.data, "timings": timings}, indent=2))
+        logger.info("wrote %s", path)
+        return path

@@ -31,14 +31,20 @@ ROWS = (
 EXTRA_FEATURES = {"ensemble": "Ens0", "right_to_left": "R2L0", "channel": "Chan0", "cslm": "CSLM0"}  # their labels
 
 
+ABLATED = ("RNN0", "RNNsearch0", "LM1")  # the base features each left out once, beside the extra ones
+
+
 def extended_rows(extras: Sequence[str]) -> tuple[Row, ...]:
-    """The rows of the extra features ``extras`` (labels): all features, then all but each extra one."""
+    """The rows of the extra features ``extras`` (labels): the base features with each extra one, all features,
+    then all but each of the :data:`ABLATED` and extra ones, and the union with all features."""
     if not extras:
         return ()
     everything = (*NEW_FEATURES, *extras)
-    return (Row("extended", f"+ {' + '.join(extras)} (all features)", "moses", everything),
+    return (*(Row(f"plus-{label}", f"+ RNN + RNNsearch + LM + penalties + {label}", "moses", (*NEW_FEATURES, label))
+              for label in extras),
+            Row("extended", f"+ {' + '.join(extras)} (all features)", "moses", everything),
             *(Row(f"without-{label}", f"all features but {label}", "moses",
-                  tuple(f for f in everything if f != label)) for label in extras),
+                  tuple(f for f in everything if f != label)) for label in (*ABLATED, *extras)),
             Row("union-extended", "Moses ∪ RNNsearch n-best, all features", "union",
                 ("InMoses", "InRNNsearch", *everything), moses_features=False))
 
@@ -68,8 +74,11 @@ def forced_rows(everything: Sequence[str], consensus: bool) -> tuple[Row, ...]:
 
 
 def size_rows(everything: Sequence[str], sizes: Sequence[int], consensus: bool) -> tuple[Row, ...]:
-    """Every feature (and the consensus ones) on each sentence's first N hypotheses of Moses' list."""
+    """On each sentence's first N hypotheses of Moses' list: Moses' features alone, and every feature (and the
+    consensus ones)."""
     features = (*everything, *CONSENSUS_FEATURES) if consensus else tuple(everything)
     with_consensus = " and consensus" if consensus else ""
-    return tuple(Row(f"moses{size}", f"all features{with_consensus}, Moses' first {size} per sentence",
-                     f"moses{size}", features) for size in sizes)
+    return tuple(row for size in sizes for row in (
+        Row(f"moses{size}-alone", f"Moses features, retuned, Moses' first {size} per sentence", f"moses{size}"),
+        Row(f"moses{size}", f"all features{with_consensus}, Moses' first {size} per sentence", f"moses{size}",
+            features)))

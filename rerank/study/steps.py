@@ -8,21 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rerank.formats.files import atomic_output
 from rerank.formats.nbest import write_nbest
 from rerank.rescore.merge import merge_nbest
 
 if TYPE_CHECKING:
     from rerank.study.config import MosesSystem
     from rerank.training.config import TrainConfig
+    from rerank.tune.config import TuneConfig
 
 logger = logging.getLogger(__name__)
-
-
-def write_file(path: Path, text: str) -> None:
-    """``text`` as the file ``path``, atomically: a step stopped half-way leaves no file that looks done."""
-    with atomic_output(path) as out:
-        out.write(text)
 
 
 def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) -> None:
@@ -49,7 +43,7 @@ def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) ->
     write_nbest(merge_nbest(systems), output)
 
 
-def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str, moses: MosesSystem, threads: int,
+def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str, moses: MosesSystem,
                       output: Path) -> None:
     """``rerank merge-nbest --moses-ini``: the union with Moses' features on every line."""
     from rerank.formats.files import read_text
@@ -57,7 +51,7 @@ def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str
     from rerank.rescore.union import union_with_moses_features
 
     assert moses.decoder is not None
-    settings = ForcedDecoding(moses.decoder, str(ini), threads=threads, filter_script=moses.filter_script)
+    settings = ForcedDecoding(moses.decoder, str(ini), threads=moses.threads, filter_script=moses.filter_script)
     entries, report = union_with_moses_features(systems, 0, settings, read_text(source))
     write_nbest(entries, output)
     forced = report.forced
@@ -77,3 +71,52 @@ def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> Non
     from rerank.study.evaluation import list_oracles, write_oracle_json
 
     write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
+
+
+def score_table_file(table: str, output: Path, model: Path, device: str, ini: Path, output_ini: Path,
+                     weight: float) -> None:
+    """``rerank score-table --moses-ini``: the table with the model's score appended, and its moses.ini."""
+    from rerank.formats.files import committed_together
+    from rerank.formats.phrase_table import read_phrase_table
+    from rerank.formats.streams import peek
+    from rerank.models.device import torch_device
+    from rerank.search.scoring import Scorer
+    from rerank.search.table import score_phrase_table, table_moses_ini
+
+    with committed_together():
+        first, entries = peek(read_phrase_table(table))
+        scores = len(first.scores) if first is not None else None
+        scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output, weight)
+        score_phrase_table(entries, Scorer.load(str(model), torch_device(device)), table=table, output=output,
+                           show_progress=False)
+        scored_ini.write(output_ini)
+
+
+def tune_on_nbest(config: TuneConfig, reference: str, init: str | Path, features: Sequence[str] | None,
+                  nbest: Path, weights: Path) -> None:
+    """``rerank tune --nbest``: the weights of ``features`` (all, for None) tuned on a scored n-best list."""
+    from rerank.formats.weights import save_weights
+    from rerank.tune.tuning import Tuning
+
+    result = Tuning([reference], config, init=init).on_nbest([nbest], features)
+    save_weights(result.weights, weights)
+
+
+def tune_with_decoder(config: TuneConfig, reference: str, ini: Path, decoder: str, source: str,
+                      weights: Path, output_ini: Path) -> None:
+    """``rerank tune --decoder --moses-ini``: Moses in the loop from ``ini``'s weights; the tuned weights as YAML
+    and in a copy of ``ini``."""
+    from rerank.formats.files import committed_together
+    from rerank.formats.moses_ini import MosesIni
+    from rerank.formats.weights import save_weights
+    from rerank.tune.tuning import Tuning, write_moses_ini
+
+    result = Tuning([reference], config, init=str(ini)).with_decoder(decoder, source, tuning_work_dir(weights))
+    with committed_together():
+        save_weights(result.weights, weights)
+        write_moses_ini(MosesIni.read(ini), result.weights, output_ini)
+
+
+def tuning_work_dir(weights: Path) -> Path:
+    """Where ``rerank tune --decoder -o WEIGHTS`` keeps its iterations: WEIGHTS with the suffix .work."""
+    return weights.with_suffix(".work")

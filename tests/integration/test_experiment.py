@@ -165,8 +165,9 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     assert len(cslm) == 1 and cslm[0] < 0  # ln p(hypothesis), no per-word value
     results = (run / "results.md").read_text()
     rows = extended_rows(("Ens0", "R2L0", "Chan0", "CSLM0"))
-    assert [row.key for row in rows] == ["extended", "without-Ens0", "without-R2L0", "without-Chan0", "without-CSLM0",
-                                         "union-extended"]
+    assert [row.key for row in rows] == [
+        "plus-Ens0", "plus-R2L0", "plus-Chan0", "plus-CSLM0", "extended", "without-RNN0", "without-RNNsearch0",
+        "without-LM1", "without-Ens0", "without-R2L0", "without-Chan0", "without-CSLM0", "union-extended"]
     for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title for row in (*ROWS, *rows))]:
         assert f"| {title} |" in results
     assert f"- cslm ({run / 'models' / 'cslm'}): " in results and "10 updates" in results

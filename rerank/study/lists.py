@@ -1,0 +1,165 @@
+"""The candidate pools the rows rerank: Moses' n-best lists with every feature (``rerank score-nbest``), their
+union with RNNsearch's (``rerank merge-nbest``), each sentence's first N hypotheses (``rerank cut-nbest``) and
+the lists with the consensus features; and the neural systems' own translations (``rerank translate``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from rerank.study.config import ExperimentConfig, Split
+from rerank.study.models import device_flag, extra_features
+from rerank.study.runner import Steps, write_file
+from rerank.study.steps import cut_nbest_file, forced_union_file, merge_nbest_file
+
+if TYPE_CHECKING:
+    from rerank.rescore.feature import Feature
+
+SPLITS = ("dev", "test")
+
+
+def feature_config(config: ExperimentConfig, steps: Steps, models: dict[str, Path]) -> Path:
+    """``rescore.yaml``: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary), and the
+    extra models' features."""
+    path = steps.out / "rescore.yaml"
+    device = {} if config.device == "cpu" else {"device": config.device}
+    features: list[dict[str, Any]] = [
+        {"kind": "nmt", "name": "RNN0", "model": str(models["encdec"]), **device},
+        {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"]), **device},
+        {"kind": "kenlm", "name": "LM1", "path": config.moses.language_model},
+        {"kind": "word-penalty", "name": "WP1"},
+        {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
+    ]
+    seeds = [str(models[name]) for name in models if name.startswith("rnnsearch")]
+    extras: dict[str, dict[str, Any]] = {
+        "Ens0": {"kind": "nmt", "model": seeds, "per_word": True},
+        "R2L0": {"kind": "nmt", "model": str(models.get("right_to_left")), "per_word": True},
+        "Chan0": {"kind": "nmt", "model": str(models.get("channel")), "channel": True, "per_word": True},
+        "CSLM0": {"kind": "cslm", "model": str(models.get("cslm")), "lm": config.moses.language_model}}
+    features += [{"name": label, **extras[label], **device} for label in extra_features(config)]
+    write_file(path, yaml.safe_dump({"features": features}, sort_keys=False))
+    return path
+
+
+def consensus_config(steps: Steps) -> Path:
+    """``consensus.yaml``: expected sentence BLEU and chrF against the rest of the list."""
+    path = steps.out / "consensus.yaml"
+    features = [{"kind": "mbr", "metric": "bleu"}, {"kind": "mbr", "metric": "chrf"}]
+    write_file(path, yaml.safe_dump({"features": features}, sort_keys=False))
+    return path
+
+
+class Scoring:
+    """``rerank score-nbest --config``, each config's features built once for every list."""
+
+    def __init__(self, steps: Steps):
+        self.steps = steps
+        self._features: dict[Path, list[Feature]] = {}
+
+    def __call__(self, nbest: str | Path, source: str, config: Path, output: Path, *, timing: str | None = None,
+                 quiet: bool = False) -> None:
+        self.steps.rerank(["score-nbest", nbest, "--source", source, "--config", config, "-o", output], [output],
+                          self._score, nbest, source, config, output, timing=timing, quiet=quiet)
+
+    def _score(self, nbest: str | Path, source: str, config: Path, output: Path) -> None:
+        from rerank.config import load_config
+        from rerank.features.registry import build_features
+        from rerank.formats.files import display_name
+        from rerank.formats.nbest import read_nbest
+        from rerank.rescore.append import RescoreConfig, score_nbest
+
+        if config not in self._features:
+            self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
+        score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
+                    source=source)
+
+
+def translate(config: ExperimentConfig, steps: Steps, name: str, split: Split, models: dict[str, Path]) -> None:
+    """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
+    n-best list, as ``rerank translate`` makes them."""
+    from rerank.formats.dictionaries import phrase_table_dictionary
+    from rerank.formats.files import read_lines
+    from rerank.models.checkpoint import load_model
+    from rerank.models.config import default_label
+    from rerank.models.ensemble import ensemble
+    from rerank.search.beam import LengthPenalty, SearchConfig
+    from rerank.search.translate import TranslationOutputs, translate_file
+
+    c = config
+    search = ["--beam", c.beam, "--length-penalty", c.length_penalty, *device_flag(c)]
+    unk = ["--unk-replace"] if c.unk_replace else []
+    if unk and c.moses.phrase_table:
+        unk += ["--phrase-table", c.moses.phrase_table]
+    search_config = SearchConfig(beam_size=c.beam, length_penalty=LengthPenalty(c.length_penalty))
+    sentences = [line.split() for _, line in read_lines(split.source)]
+    members = {"encdec": ["encdec"], "rnnsearch": ["rnnsearch"],
+               "ensemble": ["rnnsearch", *(f"rnnsearch-seed{seed}" for seed in c.ensemble_seeds)]}
+    dictionaries: dict[str, dict[str, str]] = {}
+
+    def dictionary(model: str) -> dict[str, str] | None:
+        if not c.unk_replace or model == "encdec":  # the encoder-decoder has no attention to replace UNKs with
+            return None
+        if "table" not in dictionaries:
+            dictionaries["table"] = phrase_table_dictionary(c.moses.phrase_table) if c.moses.phrase_table else {}
+        return dictionaries["table"]
+
+    def run(model: str, output: Path, nbest: int | None = None) -> None:
+        loaded = ensemble([load_model(models[m], c.device) for m in members[model]])
+        chosen = dataclasses.replace(search_config, nbest=nbest) if nbest else search_config
+        translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), chosen,
+                       label=default_label(loaded.config), dictionary=dictionary(model), device=c.device)
+
+    decoded: list[tuple[str, list[Any]]] = [("encdec", search), ("rnnsearch", [*search, *unk])]
+    if c.ensemble_seeds:
+        decoded.append(("ensemble", [*search, *unk]))
+    for model, options in decoded:
+        output = steps.out / f"{name}.{model}.1best"
+        steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", output,
+                      *options], [output], run, model, output, timing=f"translate {name} {model}")
+    nbest = steps.out / f"{name}.rnnsearch.nbest.gz"
+    steps.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
+                  "--nbest", c.nbest], [nbest], run, "rnnsearch", nbest, c.nbest)
+
+
+def union(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, split: Split, moses_list: str,
+          features: Path, ini: Path | None) -> None:
+    """The union of Moses' and RNNsearch's lists with "which system" indicators, scored with every feature; with
+    ``ini`` (Moses in the study), with Moses' features on every line (forced decoding)."""
+    systems = [("Moses", moses_list), ("RNNsearch", str(steps.out / f"{name}.rnnsearch.nbest.gz"))]
+    if ini is None:
+        merged = steps.out / f"{name}.union.gz"
+        steps.rerank(["merge-nbest", *(f"{n}={p}" for n, p in systems), "-o", merged], [merged], merge_nbest_file,
+                     systems, merged)
+    else:
+        moses = config.moses
+        merged = steps.out / f"{name}.union-moses.gz"
+        filter_flag = ["--filter-script", moses.filter_script] if moses.filter_script else []
+        steps.rerank(["merge-nbest", *(f"{n}={p}" for n, p in systems), "--moses-ini", ini, "--source",
+                      split.source, "--moses", moses.decoder, "--threads", moses.threads, *filter_flag, "-o", merged],
+                     [merged], forced_union_file, systems, ini, split.source, moses, merged,
+                     timing=f"forced decoding {name}")
+    score(merged, split.source, features, merged.with_name(merged.name.replace(".gz", ".scored.gz")))
+
+
+def cut_lists(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, split: Split,
+              pools: tuple[str, ...]) -> None:
+    """Each sentence's first N hypotheses of Moses' scored list for every N of ``list_sizes``; with ``consensus``,
+    the consensus features computed on each list as it is tuned (their posterior is softmax(field 4): Moses'
+    model score on Moses' lists, uniform on the union, whose totals are 0), ``pools`` naming the others."""
+    consensus = consensus_config(steps) if config.consensus else None
+    inputs: list[tuple[Path, str]] = []  # (a scored list, the name of the list with consensus features)
+    if consensus:
+        inputs += [(steps.out / f"{name}.{pool}.scored.gz", f"{pool}-mbr") for pool in pools]
+    for size in config.list_sizes:
+        moses, scored = steps.out / f"{name}.moses.scored.gz", steps.out / f"{name}.moses{size}.scored.gz"
+        cut = steps.out / f"{name}.moses{size}.cut.gz" if consensus else scored
+        steps.rerank(["cut-nbest", moses, "-n", size, "-o", cut], [cut], cut_nbest_file, moses, size, cut)
+        if consensus:
+            inputs.append((cut, f"moses{size}"))
+    for nbest, tuned in inputs:
+        assert consensus is not None
+        score(nbest, split.source, consensus, steps.out / f"{name}.{tuned}.scored.gz",
+              timing=f"consensus {name} {tuned}")

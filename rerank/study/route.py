@@ -1,0 +1,123 @@
+"""The phrase-table route (``decoder_tuning``): Moses re-tuned on dev with Moses in the loop (``rerank tune
+--decoder``), as it is and with each model's score as one more phrase-table column (Cho et al. 2014, Table 1);
+dev and test decoded by Moses with each run's tuned moses.ini; ``mert-moses.pl`` from the same weights; and a
+system's own n-best lists rescored with every feature and re-tuned."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from rerank.config import load_yaml, with_overrides
+from rerank.study.config import DecoderTuning, ExperimentConfig
+from rerank.study.lists import SPLITS, Scoring
+from rerank.study.moses import add_column, decode
+from rerank.study.report import RouteResults, Run, bleu
+from rerank.study.runner import Steps
+from rerank.study.steps import tune_on_nbest, tune_with_decoder, tuning_work_dir
+from rerank.study.tuning import apply
+
+
+def moses_decoder(config: ExperimentConfig, ini: Path, nbest_size: int) -> str:
+    """The decoder command of ``rerank tune --decoder`` for Moses, its values quoted."""
+    assert config.moses.decoder is not None
+    return (f"{shlex.quote(str(Path(config.moses.decoder).resolve()))} -f {shlex.quote(str(ini.resolve()))} "
+            f"-threads {config.moses.threads} -n-best-list {{nbest}} {{nbest_size}} distinct "
+            f"-weight-overwrite {{weights_overwrite}} -input-file {{source}}")
+
+
+def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[str, Path], score: Scoring,
+              features: Path | None) -> RouteResults:
+    """Every tuning run of ``decoder_tuning`` from ``ini`` (Moses' moses.ini, filtered), and BLEU of its outputs."""
+    from rerank.tune.config import TuneConfig
+
+    c, route = config, config.decoder_tuning
+    assert route is not None
+    out = steps.out / "decoder-tuning"
+    results = RouteResults()
+    baseline = out / "moses.ini"
+    baseline.parent.mkdir(parents=True, exist_ok=True)
+    for split in SPLITS:  # Moses with its own weights: the starting point of every run
+        decode(c, steps, ini, c.split(split).source, out / f"moses.ini.{split}.1best", timing=f"decode {split}")
+    dev, test = (bleu(c, out / f"moses.ini.{split}.1best", split) for split in SPLITS)
+    results.runs["moses.ini"] = [Run(dev, test)]
+    for system in route.systems:
+        start = ini
+        if system != "baseline":
+            start = out / system / "moses.ini"
+            start.parent.mkdir(parents=True, exist_ok=True)
+            add_column(c, steps, models[system], ini, out / system / "phrase-table.gz", start)
+        for seed in route.seeds:
+            weights = out / system / f"seed{seed}.yaml"
+            tuned_ini = weights.with_suffix(".moses.ini")
+            weights.parent.mkdir(parents=True, exist_ok=True)
+            decoder = moses_decoder(c, start, route.nbest_size)
+            # the overrides of `rerank tune --seed --restarts --nbest-size --iterations --tokenize`
+            tune_config = with_overrides(TuneConfig(), {
+                "seed": seed, "mert.restarts": route.restarts, "loop.nbest_size": route.nbest_size,
+                "loop.max_iterations": route.iterations, "bleu.tokenize": c.tokenize})
+            steps.rerank(["tune", "--source", c.dev.source, "-r", c.dev.reference, "--moses-ini", start, "-o", weights,
+                          "--decoder", decoder, "--seed", seed, "--restarts", route.restarts, "--nbest-size",
+                          route.nbest_size, "--iterations", route.iterations, "--tokenize", c.tokenize],
+                         [weights, tuned_ini], tune_with_decoder, tune_config, c.dev.reference, start, decoder,
+                         c.dev.source, weights, tuned_ini, timing=f"tune {system} seed {seed}")
+            rescore = route.rescore == system
+            for split in SPLITS:
+                nbest = (out / system / f"seed{seed}.{split}.{route.nbest_size}best", route.nbest_size) \
+                    if rescore else None
+                decode(c, steps, tuned_ini, c.split(split).source, out / system / f"seed{seed}.{split}.1best",
+                       nbest, timing=f"decode {split} {system} seed {seed}")
+            iterations = sorted(tuning_work_dir(weights).glob("run*.tuned.yaml"),
+                                key=lambda p: int(p.name[3:].split(".")[0]))
+            decoder_bleu = tuple(float(load_yaml(p)["decoder_bleu"]) for p in iterations)
+            dev, test = (bleu(c, out / system / f"seed{seed}.{split}.1best", split) for split in SPLITS)
+            results.runs.setdefault(system, []).append(Run(dev, test, decoder_bleu))
+            if rescore and features is not None:
+                results.runs.setdefault(f"{system}+rescored", []).append(
+                    rescore_run(c, steps, score, features, out / system, seed, weights, route))
+    if route.mert_moses:
+        results.runs["mert-moses.pl"] = [mert_moses(c, steps, ini, out / "mert-moses", route)]
+    results.seconds = {key: value for key, value in steps.timings.items() if key.startswith(("tune ", "mert-moses"))}
+    return results
+
+
+def rescore_run(config: ExperimentConfig, steps: Steps, score: Scoring, features: Path, directory: Path, seed: int,
+                weights: Path, route: DecoderTuning) -> Run:
+    """A run's own n-best lists of dev and test with every feature, all weights tuned on dev from the run's
+    (MERT, the run's seed) and applied to both."""
+    from rerank.tune.config import TuneConfig
+
+    c = config
+    lists = {}
+    for split in SPLITS:
+        lists[split] = directory / f"seed{seed}.{split}.scored.gz"
+        score(directory / f"seed{seed}.{split}.{route.nbest_size}best", c.split(split).source, features,
+              lists[split], timing=f"score-nbest {split} {directory.name} seed {seed}")
+    tuned = directory / f"seed{seed}.rescored.yaml"
+    tune_config = with_overrides(TuneConfig(), {"seed": seed, "mert.restarts": route.restarts,
+                                                "bleu.tokenize": c.tokenize})
+    steps.rerank(["tune", "--nbest", lists["dev"], "-r", c.dev.reference, "--init", weights, "--seed", seed,
+                  "--restarts", route.restarts, "--tokenize", c.tokenize, "-o", tuned], [tuned], tune_on_nbest,
+                 tune_config, c.dev.reference, weights, None, lists["dev"], tuned)
+    outputs = apply(c, steps, directory, f"seed{seed}.rescored", tuned, lists)
+    dev, test = (bleu(c, outputs[split], split) for split in SPLITS)
+    return Run(dev, test)
+
+
+def mert_moses(config: ExperimentConfig, steps: Steps, ini: Path, work: Path, route: DecoderTuning) -> Run:
+    """Moses' own ``mert-moses.pl`` from ``ini``'s weights with the loop's settings (its first seed, MERT's
+    random restarts its own), and dev and test decoded with its moses.ini."""
+    moses = config.moses
+    assert moses.decoder is not None and route.mert_moses is not None
+    decoder = Path(moses.decoder).resolve()
+    steps.program([Path(route.mert_moses).resolve(), Path(config.dev.source).resolve(),
+                   Path(config.dev.reference).resolve(), decoder, ini.resolve(), f"--working-dir={work.resolve()}",
+                   f"--mertdir={decoder.parent}", f"--nbest={route.nbest_size}", "--predictable-seeds",
+                   f"--decoder-flags=-threads {moses.threads}", f"--maximum-iterations={route.iterations}"],
+                  [work / "moses.ini"], log=work.with_name("mert-moses.log"), timing="mert-moses.pl")
+    for split in SPLITS:
+        decode(config, steps, work / "moses.ini", config.split(split).source, work / f"{split}.1best",
+               timing=f"decode {split} mert-moses.pl")
+    runs = sorted((p for p in work.glob("run*.out") if p.name[3:-4].isdigit()), key=lambda p: int(p.name[3:-4]))
+    dev, test = (bleu(config, work / f"{split}.1best", split) for split in SPLITS)
+    return Run(dev, test, tuple(bleu(config, p, "dev") for p in runs))

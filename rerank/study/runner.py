@@ -1,0 +1,81 @@
+"""How the study runs a step: skipped where its outputs exist, logged to ``commands.sh`` as the command line that
+makes the same outputs (a ``rerank`` command, or a Moses program), and timed."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rerank.errors import RerankError
+from rerank.formats.files import atomic_output, make_output_dir
+
+logger = logging.getLogger(__name__)
+
+
+def write_file(path: Path, text: str) -> None:
+    """``text`` as the file ``path``, atomically: a step stopped half-way leaves no file that looks done."""
+    with atomic_output(path) as out:
+        out.write(text)
+
+
+class Steps:
+    """The study's output directory, its ``commands.sh`` and the wall time of the steps that were timed."""
+
+    def __init__(self, output_dir: str | Path, force: bool = False):
+        self.out = Path(output_dir)
+        make_output_dir(self.out, "output_dir")
+        self.force = force
+        self.commands = self.out / "commands.sh"
+        self.timings: dict[str, float] = {}
+
+    def done(self, outputs: Sequence[Path]) -> bool:
+        return bool(outputs) and all(p.exists() for p in outputs) and not self.force
+
+    def rerank(self, argv: Sequence[object], outputs: Sequence[Path], run: Callable[..., object], *args: Any,
+               timing: str | None = None, quiet: bool = False) -> None:
+        """Call ``run(*args)``, the library function of ``rerank ARGV``, unless all ``outputs`` exist; log that
+        command line to commands.sh (and to stderr, unless the step is one of many, ``quiet``)."""
+        line = "rerank " + shlex.join(str(a) for a in argv)
+        if self.done(outputs):
+            logger.debug("done already: %s", line)
+            return
+        self._log(line, quiet)
+        started = time.monotonic()
+        run(*args)
+        if timing:
+            self.timings[timing] = time.monotonic() - started
+
+    def program(self, argv: Sequence[object], outputs: Sequence[Path], *, stdout: Path | None = None,
+                log: Path | None = None, timing: str | None = None, quiet: bool = False) -> None:
+        """Run a program (Moses and its scripts) unless all ``outputs`` exist, its standard output to ``stdout``
+        (written whole or not at all), its standard error to ``log``; log ``ARGV > STDOUT`` to commands.sh."""
+        words = [str(a) for a in argv]
+        line = shlex.join(words) + (f" > {shlex.quote(str(stdout))}" if stdout else "")
+        if self.done(outputs):
+            logger.debug("done already: %s", line)
+            return
+        if shutil.which(words[0]) is None:
+            raise RerankError(f"{words[0]}: no such program")
+        self._log(line, quiet)
+        started = time.monotonic()
+        partial = stdout.with_name(stdout.name + ".partial") if stdout else None
+        with open(partial or os.devnull, "wb") as out, open(log or os.devnull, "wb") as err:
+            status = subprocess.run(words, stdout=out, stderr=err, stdin=subprocess.DEVNULL, check=False).returncode
+        if status != 0:
+            raise RerankError(f"{words[0]} exited with status {status}" + (f"; see {log}" if log else ""))
+        if stdout and partial:
+            partial.replace(stdout)
+        if timing:
+            self.timings[timing] = time.monotonic() - started
+
+    def _log(self, line: str, quiet: bool) -> None:
+        logger.log(logging.DEBUG if quiet else logging.INFO, "$ %s", line)
+        with open(self.commands, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
