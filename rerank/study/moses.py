@@ -49,7 +49,8 @@ def decoding_ini(config: ExperimentConfig, steps: Steps) -> Path:
 
         shutil.rmtree(filtered)  # a filtering that stopped half-way: the script refuses an existing directory
     steps.program([Path(config.moses.filter_script).resolve(), filtered.resolve(), ini.resolve(), sources.resolve()],
-                  [filtered / "moses.ini"], log=steps.out / "filter.log", timing="filter the model")
+                  [filtered / "moses.ini"], log=steps.out / "filter.log", timing="filter the model",
+                  makes_directory=True)
     return filtered / "moses.ini"
 
 

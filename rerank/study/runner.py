@@ -34,6 +34,7 @@ class Steps:
         self.force = force
         self.commands = self.out / "commands.sh"
         self.timings: dict[str, float] = {}
+        self._directories: set[Path] = {self.out}  # those commands.sh makes before a command writes into them
 
     def done(self, outputs: Sequence[Path]) -> bool:
         return bool(outputs) and all(p.exists() for p in outputs) and not self.force
@@ -46,16 +47,18 @@ class Steps:
         if self.done(outputs):
             logger.debug("done already: %s", line)
             return
-        self._log(line, quiet)
+        self._log(line, outputs, quiet)
         started = time.monotonic()
         run(*args)
         if timing:
             self.timings[timing] = time.monotonic() - started
 
     def program(self, argv: Sequence[object], outputs: Sequence[Path], *, stdout: Path | None = None,
-                log: Path | None = None, timing: str | None = None, quiet: bool = False) -> None:
+                log: Path | None = None, timing: str | None = None, quiet: bool = False,
+                makes_directory: bool = False) -> None:
         """Run a program (Moses and its scripts) unless all ``outputs`` exist, its standard output to ``stdout``
-        (written whole or not at all), its standard error to ``log``; log ``ARGV > STDOUT`` to commands.sh."""
+        (written whole or not at all), its standard error to ``log``; log ``ARGV > STDOUT`` to commands.sh.
+        ``makes_directory``: the program makes the directory of its outputs (and refuses one that exists)."""
         words = [str(a) for a in argv]
         line = shlex.join(words) + (f" > {shlex.quote(str(stdout))}" if stdout else "")
         if self.done(outputs):
@@ -63,7 +66,7 @@ class Steps:
             return
         if shutil.which(words[0]) is None:
             raise RerankError(f"{words[0]}: no such program")
-        self._log(line, quiet)
+        self._log(line, [*([] if makes_directory else outputs), *([stdout] if stdout else [])], quiet)
         started = time.monotonic()
         partial = stdout.with_name(stdout.name + ".partial") if stdout else None
         with open(partial or os.devnull, "wb") as out, open(log or os.devnull, "wb") as err:
@@ -75,7 +78,13 @@ class Steps:
         if timing:
             self.timings[timing] = time.monotonic() - started
 
-    def _log(self, line: str, quiet: bool) -> None:
+    def _log(self, line: str, outputs: Sequence[Path], quiet: bool) -> None:
+        """``line`` to commands.sh, after ``mkdir -p`` for each directory of ``outputs`` it has not made yet."""
         logger.log(logging.DEBUG if quiet else logging.INFO, "$ %s", line)
+        directories = [p.parent for p in outputs if p.parent not in self._directories]
         with open(self.commands, "a", encoding="utf-8") as log:
+            for directory in dict.fromkeys(directories):
+                log.write(f"mkdir -p {shlex.quote(str(directory))}\n")
+                directory.mkdir(parents=True, exist_ok=True)
+                self._directories.add(directory)
             log.write(line + "\n")
