@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
+    from rerank.config import with_overrides
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO, committed_together, display_name
     from rerank.formats.phrase_table import read_phrase_table
@@ -123,8 +124,8 @@ def run(args: argparse.Namespace) -> int:
                                       args.weight)
             if args.threads:
                 torch.set_num_threads(args.threads)
-            scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window", "precision")
-                                       if (value := getattr(args, key)) is not None})
+            scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
+                                                       "precision": args.precision})
             if cluster is not None and num_scores is not None:
                 from rerank.search.ray_table import score_phrase_table_ray
 

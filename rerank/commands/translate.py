@@ -93,8 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def search_config(args: argparse.Namespace) -> SearchConfig:
     """The search options given on the command line, over :class:`~rerank.search.beam.SearchConfig`'s defaults."""
+    from rerank.config import with_overrides
     from rerank.errors import RerankError
-    from rerank.search.beam import LengthPenalty, SearchConfig
+    from rerank.search.beam import SearchConfig
 
     if args.alpha is not None and args.length_penalty != "wu":
         raise RerankError("--alpha is the parameter of --length-penalty wu")
@@ -104,10 +105,9 @@ def search_config(args: argparse.Namespace) -> SearchConfig:
     beam = args.beam or SearchConfig().beam_size
     if args.nbest is not None and args.nbest > beam:
         raise RerankError(f"--nbest {args.nbest} needs a beam at least as wide, not {beam}: give --beam {args.nbest}")
-    options = {"beam_size": args.beam, "nbest": args.nbest, "max_ratio": args.max_ratio}
-    penalty = {"kind": args.length_penalty, "alpha": args.alpha}
-    return SearchConfig(**{k: v for k, v in options.items() if v is not None},
-                        length_penalty=LengthPenalty(**{k: v for k, v in penalty.items() if v is not None}))
+    return with_overrides(SearchConfig(), {"beam_size": args.beam, "nbest": args.nbest, "max_ratio": args.max_ratio,
+                                           "length_penalty.kind": args.length_penalty,
+                                           "length_penalty.alpha": args.alpha})
 
 
 def check_options(args: argparse.Namespace) -> None:
