@@ -34,7 +34,7 @@ from rerank.study.config import ExperimentConfig, check_inputs
 from rerank.study.lists import SPLITS, Scoring, cut_lists, feature_config, translate, union
 from rerank.study.models import extra_features, train_models
 from rerank.study.moses import add_column, decode, decoding_ini, placeholder_ini
-from rerank.study.report import Report, RouteResults
+from rerank.study.report import Report
 from rerank.study.route import run_route
 from rerank.study.rows import NEW_FEATURES, ROWS, Row, consensus_rows, extended_rows, forced_rows, size_rows
 from rerank.study.runner import Steps
@@ -78,8 +78,9 @@ class Experiment:
             pools["rnnsearch"] = "SPLIT.rnnsearch.nbest.gz"
             report.rescoring(rows, tune_rows(c, steps, rows, moses_labels(self.moses_list("dev"))),
                              oracles(c, steps, pools))
-        route = run_route(c, steps, ini, models, score, features) if c.decoder_tuning and ini else RouteResults()
-        return report.write(route, steps.timings)
+        if c.decoder_tuning and ini:
+            report.route(run_route(c, steps, ini, models, score, features))
+        return report.write(steps.timings)
 
     def moses_list(self, split: str) -> str:
         """Moses' n-best list of ``split``: the config's, or the one Moses decodes (``moses.nbest_size``)."""

@@ -86,6 +86,7 @@ class Run:
 
     dev: float
     test: float
+    test_output: str  # the test 1-best
     iterations: tuple[float, ...] = ()
 
 
@@ -116,7 +117,8 @@ def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
 
 def route_summary(results: RouteResults) -> dict[str, object]:
     """The figures of :func:`route_table` for results.json."""
-    return {"runs": {system: [{"dev": r.dev, "test": r.test, "iterations": r.iterations} for r in runs]
+    return {"runs": {system: [{"dev": r.dev, "test": r.test, "iterations": r.iterations, "test_output": r.test_output}
+                              for r in runs]
                      for system, runs in results.runs.items()},
             "seconds": results.seconds,
             "mean": {system: {split: statistics.mean(getattr(r, split) for r in runs) for split in ("dev", "test")}
@@ -173,32 +175,31 @@ class Report:
                           "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()}
                                    for key, row in results.items()}})
 
-    def write(self, route: RouteResults, timings: dict[str, float]) -> Path:
+    def route(self, results: RouteResults) -> None:
+        """The phrase-table route's table; its systems (but the rescored ones) by source length, where the study
+        has no rescoring rows."""
+        route = self.config.decoder_tuning
+        assert route is not None
+        self.lines += ["## Moses re-tuned with Moses in the loop", "",
+                       f"`rerank tune --decoder` on dev (MERT, {route.restarts} restarts, {route.nbest_size}-best "
+                       "lists, distinct), then dev and test decoded by Moses with each run's tuned moses.ini; mean ± "
+                       f"standard deviation over the runs (seeds {', '.join(map(str, route.seeds))}).", "",
+                       *route_table(self.config, results), ""]
+        self.tuned_systems = self.tuned_systems or [(system, runs[0].test_output) for system, runs in
+                                                    results.runs.items() if "+" not in system]
+        self.data["decoder_tuning"] = route_summary(results)
+
+    def write(self, timings: dict[str, float]) -> Path:
         """results.md and results.json, together; BLEU by source length of the tuned systems (and its PNG)."""
         from rerank.study.evaluation import evaluate, format_evaluation
         from rerank.study.plots import plot_bucket_bleu
 
         c = self.config
-        lines = ["# Results", ""]
-        if route.runs:
-            directory = self.out / "decoder-tuning"
-            self.tuned_systems = self.tuned_systems or [
-                (system, str(directory / ("moses.ini.test.1best" if system == "moses.ini" else
-                                          f"{system}/seed{c.decoder_tuning.seeds[0]}.test.1best")))
-                for system in route.runs if "+" not in system and system != "mert-moses.pl"] \
-                if c.decoder_tuning else []
-            self.lines += ["## Moses re-tuned with Moses in the loop", "",
-                           f"`rerank tune --decoder` on dev (MERT, {c.decoder_tuning.restarts} restarts, "
-                           f"{c.decoder_tuning.nbest_size}-best lists, distinct), then dev and test decoded by Moses "
-                           "with each run's tuned moses.ini; mean ± standard deviation over the runs (seeds "
-                           f"{', '.join(map(str, c.decoder_tuning.seeds))}).", "", *route_table(c, route), ""] \
-                if c.decoder_tuning else []
-            self.data["decoder_tuning"] = route_summary(route)
         by_length = evaluate(self.tuned_systems, [c.test.reference], source=c.test.source, buckets=c.buckets,
                              tokenize=c.tokenize)
         plot_bucket_bleu(by_length, self.out / "bleu-by-length.png")
         signature = by_length.bleu_signature
-        lines += [f"BLEU by sacreBLEU, {signature}.", "", *self.lines,
+        lines = ["# Results", "", f"BLEU by sacreBLEU, {signature}.", "", *self.lines,
                   "## Models", "", *model_summary(self.models), "",
                   "## BLEU by source length (test)", "", "```", format_evaluation(by_length).rstrip(), "```", "",
                   "![BLEU by source length](bleu-by-length.png)", "",

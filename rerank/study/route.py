@@ -40,7 +40,7 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
     for split in SPLITS:  # Moses with its own weights: the starting point of every run
         decode(c, steps, ini, c.split(split).source, out / f"moses.ini.{split}.1best", timing=f"decode {split}")
     dev, test = (bleu(c, out / f"moses.ini.{split}.1best", split) for split in SPLITS)
-    results.runs["moses.ini"] = [Run(dev, test)]
+    results.runs["moses.ini"] = [Run(dev, test, str(out / "moses.ini.test.1best"))]
     for system in route.systems:
         start = ini
         if system != "baseline":
@@ -71,7 +71,8 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
                                 key=lambda p: int(p.name[3:].split(".")[0]))
             decoder_bleu = tuple(float(load_yaml(p)["decoder_bleu"]) for p in iterations)
             dev, test = (bleu(c, out / system / f"seed{seed}.{split}.1best", split) for split in SPLITS)
-            results.runs.setdefault(system, []).append(Run(dev, test, decoder_bleu))
+            results.runs.setdefault(system, []).append(Run(dev, test, str(out / system / f"seed{seed}.test.1best"),
+                                                           decoder_bleu))
             if rescore and features is not None:
                 results.runs.setdefault(f"{system}+rescored", []).append(
                     rescore_run(c, steps, score, features, out / system, seed, weights, route))
@@ -101,12 +102,13 @@ def rescore_run(config: ExperimentConfig, steps: Steps, score: Scoring, features
                  tune_config, c.dev.reference, weights, None, lists["dev"], tuned)
     outputs = apply(c, steps, directory, f"seed{seed}.rescored", tuned, lists)
     dev, test = (bleu(c, outputs[split], split) for split in SPLITS)
-    return Run(dev, test)
+    return Run(dev, test, str(outputs["test"]))
 
 
 def mert_moses(config: ExperimentConfig, steps: Steps, ini: Path, work: Path, route: DecoderTuning) -> Run:
-    """Moses' own ``mert-moses.pl`` from ``ini``'s weights with the loop's settings (its first seed, MERT's
-    random restarts its own), and dev and test decoded with its moses.ini."""
+    """Moses' own ``mert-moses.pl`` from ``ini``'s weights with the loop's n-best size, iterations and Moses'
+    threads (``--predictable-seeds``; its MERT's 20 random restarts are its own default), and dev and test decoded
+    with its moses.ini."""
     moses = config.moses
     assert moses.decoder is not None and route.mert_moses is not None
     decoder = Path(moses.decoder).resolve()
@@ -120,4 +122,4 @@ def mert_moses(config: ExperimentConfig, steps: Steps, ini: Path, work: Path, ro
                timing=f"decode {split} mert-moses.pl")
     runs = sorted((p for p in work.glob("run*.out") if p.name[3:-4].isdigit()), key=lambda p: int(p.name[3:-4]))
     dev, test = (bleu(config, work / f"{split}.1best", split) for split in SPLITS)
-    return Run(dev, test, tuple(bleu(config, p, "dev") for p in runs))
+    return Run(dev, test, str(work / "test.1best"), tuple(bleu(config, p, "dev") for p in runs))

@@ -259,3 +259,19 @@ def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -
     assert len(union_tuning) == 2 and all("dev.union-moses.scored.gz" in line for line in union_tuning)
     assert "Unreachable0" not in union_tuning[0] and "Unreachable0" in union_tuning[1]
     assert not (run / "phrase-table.rnn.gz").exists()  # score_table: false
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"decoder_tuning": {"systems": ["baseline"]}}, "decoder_tuning runs Moses: give moses.decoder"),
+    ({"rescoring": False}, "rescoring: false leaves nothing to run without decoder_tuning"),
+    ({"dev": {"source": str(SAMPLE / "val.en"), "reference": str(SAMPLE / "val.fr")}},
+     "dev.nbest: give Moses' n-best list, or moses.nbest_size for Moses to decode it"),
+    ({"decoder_tuning": {"systems": ["baseline"], "rescore": "encdec"}},
+     "rescore: encdec is not one of the systems ['baseline']"),
+])
+def test_a_study_that_cannot_run_is_refused_before_any_step(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            settings: dict[str, object], message: str) -> None:
+    config = write_experiment(tmp_path, **settings)
+    assert main(["-q", "experiment", str(config)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run" / "commands.sh").exists()
