@@ -60,7 +60,8 @@ def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...
 
 def run(args: argparse.Namespace) -> int:
     from rerank.formats.files import count_lines, display_name
-    from rerank.rescore.rerank import known_weights, rerank_nbest
+    from rerank.formats.weights import known_weights
+    from rerank.rescore.rerank import rerank_nbest
 
     weights, origins = merged_weights(args)
     nbest_name = display_name(args.nbest)

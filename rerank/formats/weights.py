@@ -10,18 +10,22 @@ or a ``moses.ini``, whose ``[weight]`` section (or old ``[weight-x]`` sections) 
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import yaml
 
 from rerank.config import load_yaml
-from rerank.errors import ConfigError, RerankError, check_finite, counted
+from rerank.errors import ConfigError, FormatError, RerankError, check_finite, counted, log_once
 from rerank.formats.files import atomic_output, read_lines
 from rerank.formats.moses_ini import SECTION, MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
+
+logger = logging.getLogger(__name__)
 
 
 def is_moses_ini(path: str | os.PathLike[str]) -> bool:
@@ -117,3 +121,31 @@ def as_weights(vector: np.ndarray, layout: FeatureLayout) -> Weights:
     """The inverse of :func:`weight_vector`."""
     return {label: tuple(float(v) for v in vector[span]) for label, span in layout.offsets().items()}
 
+
+
+def known_weights(weights: Mapping[str, Sequence[float]], origins: Mapping[str, str], labels: Sequence[str],
+                  nbest_name: str) -> dict[str, Sequence[float]]:
+    """The weights of the n-best list's features (``labels``): the one rule for a weight whose feature the list
+    lacks, in ``rerank apply``, ``rerank tune`` and the experiment. One from a moses.ini (whose features the list
+    need not print) is skipped, with a note; one from a YAML weights file or ``--weight`` (``origins`` says where
+    each label's came from) is an error naming the file and the line."""
+    unknown = [label for label in weights if label not in labels]
+    strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
+    if strict:
+        origin = origins[strict[0]]
+        line = None if origin == "--weight" else _label_line(origin, strict[0])
+        raise FormatError(origin, line, f"weights for features of {nbest_name} ({', '.join(labels)})",
+                          got=", ".join(strict))
+    if unknown:
+        log_once(logger, logging.INFO, "%s: skipping weights of features %s does not print: %s",
+                 origins[unknown[0]], nbest_name, ", ".join(unknown))
+    return {label: value for label, value in weights.items() if label in labels}
+
+
+def _label_line(path: str | os.PathLike[str], label: str) -> int | None:
+    """The line of a YAML weights file where ``label`` is given, if it can be found."""
+    pattern = re.compile(rf"\s*['\"]?{re.escape(label)}['\"]?\s*:")
+    for lineno, line in read_lines(path):
+        if pattern.match(line):
+            return lineno
+    return None

@@ -9,28 +9,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rerank.errors import NonFiniteScore, RerankError, counted
+from rerank.errors import NonFiniteScore, counted
 from rerank.formats.files import atomic_output, committed_together, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, read_nbest
 from rerank.formats.streams import peek
-from rerank.formats.weights import is_moses_ini, weight_vector
+from rerank.formats.weights import weight_vector
 
 logger = logging.getLogger(__name__)
-
-
-def known_weights(weights: Mapping[str, Sequence[float]], origins: Mapping[str, str], labels: Sequence[str],
-                  nbest_name: str) -> dict[str, Sequence[float]]:
-    """The weights of the n-best list's features (``labels``), the one rule for a weight whose feature the list
-    lacks: one from a moses.ini (whose features the list need not print) is skipped, with a note; one from a
-    YAML weights file or ``--weight`` (``origins`` says where each label's came from) is an error."""
-    unknown = [label for label in weights if label not in labels]
-    strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
-    if strict:
-        raise RerankError(f"{origins[strict[0]]}: weight for {', '.join(strict)}, which {nbest_name} does not "
-                          f"have (its features: {', '.join(labels)})")
-    if unknown:
-        logger.info("skipping weights of features %s does not print: %s", nbest_name, ", ".join(unknown))
-    return {label: value for label, value in weights.items() if label in labels}
 
 
 def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[float]],

@@ -23,8 +23,8 @@ def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) ->
     """``rerank apply``: the 1-best of ``scored`` under ``weights``; features without a weight count 0, and
     a moses.ini's weights of features the list does not print are left out."""
     from rerank.formats.files import count_lines
-    from rerank.formats.weights import load_weights
-    from rerank.rescore.rerank import known_weights, rerank_nbest
+    from rerank.formats.weights import known_weights, load_weights
+    from rerank.rescore.rerank import rerank_nbest
 
     values = load_weights(weights)
     origins = dict.fromkeys(values, str(weights))

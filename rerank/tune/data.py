@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rerank.errors import FormatError, RerankError, log_once
-from rerank.formats.files import display_name, read_lines
+from rerank.formats.files import display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, read_nbest
-from rerank.formats.weights import weight_vector
+from rerank.formats.weights import known_weights, weight_vector
 from rerank.tune.stats import NUM_STATS, BleuStatistics
 
 logger = logging.getLogger(__name__)
@@ -189,31 +188,18 @@ class NBestPool:
         return TuningData(self.layout, features, stats, counts)
 
 
-def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, path: str | os.PathLike[str],
-                    *, from_moses_ini: bool) -> np.ndarray:
+def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, path: str | os.PathLike[str]
+                    ) -> np.ndarray:
     """Starting weights as a vector for ``layout`` (D,).
 
     A ``moses.ini`` also weights features that Moses does not print in n-best lists (such as
     ``UnknownWordPenalty0``): those are left out. A YAML weights file must name only features of
     the n-best list. A feature without a weight starts at 0.
     """
-    unknown = [label for label in weights if label not in layout.labels]
-    if unknown and not from_moses_ini:
-        lineno = _label_line(path, unknown[0])
-        raise FormatError(str(path), lineno, f"weights for features of the n-best list ({', '.join(layout.labels)})",
-                          got=", ".join(unknown))
-    if unknown:
-        log_once(logger, logging.INFO, "%s: not in the n-best list, not tuned: %s", path, ", ".join(unknown))
-    missing = [label for label in layout.labels if label not in weights]
+    known = known_weights(weights, dict.fromkeys(weights, str(path)), layout.labels, "the n-best list")
+    missing = [label for label in layout.labels if label not in known]
     if missing:
         log_once(logger, logging.WARNING, "%s: no weight for %s; starting from 0", path, ", ".join(missing))
-    return weight_vector(weights, layout, source=str(path), ignore_unknown=True, missing=0.0)
+    return weight_vector(known, layout, source=str(path), missing=0.0)
 
 
-def _label_line(path: str | os.PathLike[str], label: str) -> int | None:
-    """The line of a YAML weights file where ``label`` is given, if it can be found."""
-    pattern = re.compile(rf"\s*['\"]?{re.escape(label)}['\"]?\s*:")
-    for lineno, line in read_lines(path):
-        if pattern.match(line):
-            return lineno
-    return None

@@ -21,7 +21,7 @@ from rerank.errors import FormatError, RerankError
 from rerank.formats.files import read_text
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
-from rerank.formats.weights import as_weights, is_moses_ini, load_weights
+from rerank.formats.weights import as_weights, load_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
@@ -71,7 +71,7 @@ class Tuning:
         if self.init is None:
             logger.info("starting from weights 0: each sentence's first hypothesis")
             return np.zeros(layout.dims)
-        return aligned_weights(self.initial, layout, self.init, from_moses_ini=is_moses_ini(self.init))
+        return aligned_weights(self.initial, layout, self.init)
 
     def on_nbest(self, nbest: Sequence[str | os.PathLike[str]], features: Sequence[str] | None = None) -> TuneResult:
         """Optimise once on the merged n-best lists; with ``features``, only those are tuned (the others get 0)."""

@@ -222,8 +222,8 @@ def test_apply_sparse_features_are_reported(test_data: Path, capsys: pytest.Capt
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--weight", "LM1=1"], r"--weight: weight for LM1, which .*toy.nbest does not have"),
-    (["--weights", "{bad_yaml}"], r"bad.yaml: weight for LM1, which"),
+    (["--weight", "LM1=1"], r"--weight: expected weights for features of .*toy.nbest \(.*\), got 'LM1'"),
+    (["--weights", "{bad_yaml}"], r"bad.yaml:1: expected weights for features of .*toy.nbest \(.*\), got 'LM1'"),
     ([], r"no weight for the n-best features PhrasePenalty0"),
     (["--weight", "TranslationModel0=1,2"], "TranslationModel0 has 4 values in the n-best list but 2 weights"),
     (["--weight", "LM0="], r"--weight 'LM0=': expected Label=value"),

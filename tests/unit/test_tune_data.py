@@ -127,14 +127,15 @@ def test_weights_file_naming_features_the_nbest_does_not_have(tmp_path):
     path.write_text("LM0: 0.5\nTM0: [0.1, 0.2]\nRNN0: 0.3\n")
     with pytest.raises(FormatError, match=r"w.yaml:3: expected weights for features of the n-best list "
                                           r"\(LM0, TM0\), got 'RNN0'"):
-        aligned_weights({"LM0": (0.5,), "TM0": (0.1, 0.2), "RNN0": (0.3,)}, LAYOUT, path, from_moses_ini=False)
+        aligned_weights({"LM0": (0.5,), "TM0": (0.1, 0.2), "RNN0": (0.3,)}, LAYOUT, path)
 
 
 def test_moses_ini_may_weight_features_moses_does_not_print(tmp_path):
-    vector = aligned_weights({"LM0": (0.5,), "TM0": (0.1, 0.2), "UnknownWordPenalty0": (1.0,)}, LAYOUT,
-                             tmp_path / "moses.ini", from_moses_ini=True)
+    ini = tmp_path / "moses.ini"
+    ini.write_text("[weight]\nLM0= 0.5\nTM0= 0.1 0.2\nUnknownWordPenalty0= 1\n")
+    vector = aligned_weights({"LM0": (0.5,), "TM0": (0.1, 0.2), "UnknownWordPenalty0": (1.0,)}, LAYOUT, ini)
     assert vector.tolist() == [0.5, 0.1, 0.2]
 
 
 def test_a_feature_without_weight_starts_at_zero(tmp_path):
-    assert aligned_weights({"LM0": (0.5,)}, LAYOUT, tmp_path / "w.yaml", from_moses_ini=False).tolist() == [0.5, 0, 0]
+    assert aligned_weights({"LM0": (0.5,)}, LAYOUT, tmp_path / "w.yaml").tolist() == [0.5, 0, 0]
