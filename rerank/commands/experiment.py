@@ -2,9 +2,11 @@
 
   rerank experiment configs/experiments/multi30k.yaml
 
-Writes results.md (the results table with sacreBLEU's signature), results.json, BLEU by source
-length (bleu-by-length.png) and commands.sh, every rerank command that produced them, into the
-config's output_dir. Steps whose outputs exist are skipped: run it again to resume.
+Writes results.md (the results tables with sacreBLEU's signature), results.json, BLEU by source
+length (bleu-by-length.png) and commands.sh, the command line of every step (rerank's and Moses'),
+which remakes each output, into the config's output_dir. Steps whose outputs exist are skipped: run
+it again to resume. The study configs of the results pages are in configs/experiments/ (see
+docs/guide/experiments.md).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     path = Experiment(config, force=args.force, source=args.config).run()
     print(path.read_text(encoding="utf-8"))
     out = path.parent
-    print(f"Outputs in {out}/: results.md (this table), results.json (every seed's BLEU), bleu-by-length.png, "
-          f"commands.sh (the rerank command of every step), tuning/ (weights and 1-best outputs), and the "
-          "scored and merged n-best lists.")
+    print(f"Outputs in {out}/: results.md (these tables), results.json (every run's BLEU), bleu-by-length.png, "
+          f"commands.sh (the command line of every step), tuning/ and decoder-tuning/ (weights and 1-best "
+          "outputs), and the scored and merged n-best lists.")
     return 0
