@@ -18,7 +18,7 @@ from rerank.study.steps import tune_on_nbest, tune_with_decoder, tuning_work_dir
 from rerank.study.tuning import apply
 
 
-def moses_decoder(config: ExperimentConfig, ini: Path, nbest_size: int) -> str:
+def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
     """The decoder command of ``rerank tune --decoder`` for Moses, its values quoted."""
     assert config.moses.decoder is not None
     return (f"{shlex.quote(str(Path(config.moses.decoder).resolve()))} -f {shlex.quote(str(ini.resolve()))} "
@@ -35,8 +35,7 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
     assert route is not None
     out = steps.out / "decoder-tuning"
     results = RouteResults()
-    baseline = out / "moses.ini"
-    baseline.parent.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)
     for split in SPLITS:  # Moses with its own weights: the starting point of every run
         decode(c, steps, ini, c.split(split).source, out / f"moses.ini.{split}.1best", timing=f"decode {split}")
     dev, test = (bleu(c, out / f"moses.ini.{split}.1best", split) for split in SPLITS)
@@ -51,7 +50,7 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
             weights = out / system / f"seed{seed}.yaml"
             tuned_ini = weights.with_suffix(".moses.ini")
             weights.parent.mkdir(parents=True, exist_ok=True)
-            decoder = moses_decoder(c, start, route.nbest_size)
+            decoder = moses_decoder(c, start)
             # the overrides of `rerank tune --seed --restarts --nbest-size --iterations --tokenize`
             tune_config = with_overrides(TuneConfig(), {
                 "seed": seed, "mert.restarts": route.restarts, "loop.nbest_size": route.nbest_size,
