@@ -44,16 +44,17 @@ def main() -> None:
     sources = [line.split() for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
     references = Path(args.reference).read_text(encoding="utf-8").splitlines()
     sources, references = sources[: args.lines], references[: args.lines]
-    print("| model | parameters | updates | epochs | training | val ppl (per word) | val BLEU | decoding |")
+    split = Path(args.reference).name.split(".")[0]  # val, test_2016_flickr, ...
+    print(f"| model | parameters | updates | epochs | training | {split} ppl (per word) | {split} BLEU | decoding |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     signature = ""
     histories: dict[str, list[dict[str, float]]] = {}
     for spec in args.models:
         name, _, directory = spec.partition("=")
         loaded = load_model(directory)
-        trained = Path(directory) / CHECKPOINT  # none in an averaged model's directory
+        trained = Path(directory) / CHECKPOINT  # none in an averaged or shipped model's directory
         progress = load_state(trained)["progress"] if trained.exists() else \
-            {"updates": "averaged", "epoch": "", "batch": "", "seconds": math.nan, "history": []}
+            {"updates": "—", "epoch": "", "batch": "", "seconds": math.nan, "history": []}
         parameters = sum(p.numel() for p in {id(p): p for p in loaded.model.parameters()}.values())
         with torch.inference_mode():
             log_p = sum(Scorer(loaded.model, loaded.src_vocab, loaded.trg_vocab).score(
@@ -72,7 +73,7 @@ def main() -> None:
         signature = str(bleu.get_signature())
         epochs = f"{progress['epoch']} + {progress['batch']} batches" if trained.exists() else ""
         print(f"| {name} | {parameters / 1e6:.2f}M | {progress['updates']} | {epochs} | "
-              f"{progress['seconds'] / 60:.1f} min | "
+              f"{'—' if math.isnan(progress['seconds']) else format(progress['seconds'] / 60, '.1f') + ' min'} | "
               f"{math.exp(-log_p / words):.2f} | {score.score:.2f} | {decoding:.0f} s |", flush=True)
     print(f"\nBLEU: sacrebleu {signature}; beam {args.beam}; {args.threads} thread(s)")
     print("\nValidation perplexity per word at each validation (the trainer's, per model token, converted), "
