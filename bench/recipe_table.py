@@ -72,8 +72,9 @@ def main() -> None:
         score = bleu.corpus_score(outputs, [references])
         signature = str(bleu.get_signature())
         epochs = f"{progress['epoch']} + {progress['batch']} batches" if trained.exists() else ""
+        minutes = f"{float(progress['seconds']) / 60:.1f} min" if trained.exists() else "—"
         print(f"| {name} | {parameters / 1e6:.2f}M | {progress['updates']} | {epochs} | "
-              f"{'—' if math.isnan(progress['seconds']) else format(progress['seconds'] / 60, '.1f') + ' min'} | "
+              f"{minutes} | "
               f"{math.exp(-log_p / words):.2f} | {score.score:.2f} | {decoding:.0f} s |", flush=True)
     print(f"\nBLEU: sacrebleu {signature}; beam {args.beam}; {args.threads} thread(s)")
     print("\nValidation perplexity per word at each validation (the trainer's, per model token, converted), "
