@@ -6,18 +6,20 @@ lists, 1-best output, the English source and the French reference; it copies the
 UNK penalty), the first ``--train`` lines of the training text (to train small models on), the
 phrase pairs of the phrase table that the sample's source sentences can use (as Moses'
 ``filter-model-given-input.pl`` filters a table, keeping the ``--table-limit`` best targets of a
-source phrase by p(e|f), as Moses' ``table-limit`` does); and it writes a vocabulary-filtered copy
-of the 4-gram language model.
+source phrase by p(e|f), as Moses' ``table-limit`` does); and it writes a filtered copy of the
+4-gram language model.
 
-The filtered model keeps only the n-grams whose words all occur in the sample's hypotheses (plus
-``<s>``, ``</s>`` and ``<unk>``), with the ``\\data\\`` counts fixed. Every n-gram and context that
-KenLM looks up for a sentence made of those words is kept with its probability and back-off, so
-such a sentence gets exactly the full model's score; the script checks that on every hypothesis.
+The filtered model keeps the n-grams that occur in the sample's hypotheses (each hypothesis with
+``<s>`` and ``</s>`` around it; and ``<unk>``), with their probabilities and back-offs and the
+``\\data\\`` counts fixed. Every n-gram and context that KenLM looks up for one of those hypotheses
+is a part of it, so each hypothesis gets exactly the full model's score; the script checks that on
+every hypothesis. (Keeping every n-gram of the hypotheses' words instead would give that for any
+sentence of those words, at seven times the size.)
 
 Run from the repository root::
 
     python examples/make_sample.py                 # shared/data beside the repository
-    python examples/make_sample.py --data DIR --sentences 60 --shortlist 15000
+    python examples/make_sample.py --data DIR --sentences 250 --shortlist 15000
 """
 
 from __future__ import annotations
@@ -33,25 +35,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = {"val": "val", "test": "test_2016_flickr"}
-SPECIAL = ("<s>", "</s>", "<unk>")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="the real data")
     parser.add_argument("--out", type=Path, default=REPO / "examples" / "data", help="where the sample goes")
-    parser.add_argument("--sentences", type=int, default=60, help="sentences per split (default 60)")
+    parser.add_argument("--sentences", type=int, default=250, help="sentences per split (default 250)")
     parser.add_argument("--shortlist", type=int, default=15000, help="words in the UNK shortlist (default 15000)")
     parser.add_argument("--train", type=int, default=5000, help="lines of training text (default 5000)")
     parser.add_argument("--table-limit", type=int, default=20, help="targets per source phrase (default 20)")
     args = parser.parse_args(argv)
     moses, tok = args.data / "moses-multi30k", args.data / "multi30k" / "tok"
     args.out.mkdir(parents=True, exist_ok=True)
-    vocabulary = set(SPECIAL)
+    ngrams = {"<unk>"}
     for short, split in SPLITS.items():
         lines = cut_nbest(moses / "nbest" / f"{split}.100best.gz", args.sentences)
         write_gzip(args.out / f"{short}.100best.gz", lines)
-        vocabulary.update(word for line in lines for word in line.split(b"|||")[1].decode().split())
+        ngrams.update(ngram for line in lines for ngram in sentence_ngrams(line.split(b"|||")[1].decode().split()))
         copy_head(tok / f"{split}.lc.norm.tok.en", args.out / f"{short}.en", args.sentences)
         copy_head(tok / f"{split}.lc.norm.tok.fr", args.out / f"{short}.fr", args.sentences)
         copy_head(moses / "nbest" / f"{split}.1best", args.out / f"{short}.1best", args.sentences)
@@ -65,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
                                args.table_limit)
     print(f"{args.out / 'phrase-table.gz'}: {kept} phrase pairs")
     lm = args.out / "lm.fr.4.sample.arpa.gz"
-    counts = filter_arpa(moses / "lm" / "train.fr.4.arpa", lm, vocabulary)
-    print(f"{lm}: {len(vocabulary)} words, n-grams kept per order: {counts}")
+    counts = filter_arpa(moses / "lm" / "train.fr.4.arpa", lm, ngrams)
+    print(f"{lm}: n-grams kept per order: {counts}")
     checked = check_same_scores(moses / "lm" / "train.fr.4.arpa", lm, [args.out / f"{s}.100best.gz" for s in SPLITS])
     print(f"{lm}: same score as the full model on all {checked} sample hypotheses")
     total = sum(p.stat().st_size for p in args.out.iterdir())
@@ -118,11 +119,19 @@ def filter_phrase_table(path: Path, out: Path, sources: list[list[str]], limit: 
     return len(kept)
 
 
-def filter_arpa(path: Path, out: Path, vocabulary: set[str]) -> list[int]:
-    """Write the n-grams of an ARPA file whose words are all in ``vocabulary``; returns the counts kept."""
+def sentence_ngrams(words: list[str], order: int = 4) -> Iterator[str]:
+    """The n-grams, up to ``order`` words, of a sentence with ``<s>`` and ``</s>`` around it."""
+    padded = ["<s>", *words, "</s>"]
+    for start in range(len(padded)):
+        for end in range(start + 1, min(len(padded), start + order) + 1):
+            yield " ".join(padded[start:end])
+
+
+def filter_arpa(path: Path, out: Path, ngrams: set[str]) -> list[int]:
+    """Write the n-grams of an ARPA file that are in ``ngrams``; returns the counts kept per order."""
     kept: dict[int, list[str]] = collections.defaultdict(list)
     for order, line in arpa_ngrams(path):
-        if all(word in vocabulary for word in line.split("\t")[1].split(" ")):
+        if line.split("\t")[1] in ngrams:
             kept[order].append(line)
     orders = sorted(kept)
     with open(out, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as binary:
