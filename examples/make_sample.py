@@ -14,12 +14,16 @@ The filtered model keeps the n-grams that occur in the sample's hypotheses (each
 ``\\data\\`` counts fixed. Every n-gram and context that KenLM looks up for one of those hypotheses
 is a part of it, so each hypothesis gets exactly the full model's score; the script checks that on
 every hypothesis. (Keeping every n-gram of the hypotheses' words instead would give that for any
-sentence of those words, at seven times the size.)
+sentence of those words, at seven times the size.) ``--lm-nbest`` names more n-best lists whose
+hypotheses the model must score exactly: the shipped RNNsearch's lists, which the main job merges
+with Moses' and scores with the LM (``runs/sample/{dev,test}.rnnsearch.nbest.gz``, written by
+``rerank experiment configs/experiments/sample.yaml``; they do not depend on the LM).
 
 Run from the repository root::
 
     python examples/make_sample.py                 # shared/data beside the repository
-    python examples/make_sample.py --data DIR --sentences 250 --shortlist 15000
+    python examples/make_sample.py --data DIR --sentences 250 --shortlist 15000 \\
+        --lm-nbest runs/sample/dev.rnnsearch.nbest.gz runs/sample/test.rnnsearch.nbest.gz
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shortlist", type=int, default=15000, help="words in the UNK shortlist (default 15000)")
     parser.add_argument("--train", type=int, default=5000, help="lines of training text (default 5000)")
     parser.add_argument("--table-limit", type=int, default=20, help="targets per source phrase (default 20)")
+    parser.add_argument("--lm-nbest", type=Path, nargs="*", default=[],
+                        help="more n-best lists (gzipped) whose hypotheses the filtered LM scores exactly")
     args = parser.parse_args(argv)
     moses, tok = args.data / "moses-multi30k", args.data / "multi30k" / "tok"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -56,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         copy_head(tok / f"{split}.lc.norm.tok.en", args.out / f"{short}.en", args.sentences)
         copy_head(tok / f"{split}.lc.norm.tok.fr", args.out / f"{short}.fr", args.sentences)
         copy_head(moses / "nbest" / f"{split}.1best", args.out / f"{short}.1best", args.sentences)
-    (args.out / "moses.ini").write_bytes((moses / "model" / "moses.ini").read_bytes())
+    # the tuned moses.ini, less the two comments that name directories of the machine it was tuned on
+    ini = (moses / "model" / "moses.ini").read_bytes().splitlines(keepends=True)
+    (args.out / "moses.ini").write_bytes(b"".join(line for line in ini if not re.match(rb"# (decoder|BLEU) ", line)))
     write_shortlist(tok / "train.lc.norm.tok.fr", args.out / "shortlist.fr.gz", args.shortlist)
     for lang in ("en", "fr"):
         with open(tok / f"train.lc.norm.tok.{lang}", "rb") as f:
@@ -66,10 +74,14 @@ def main(argv: list[str] | None = None) -> int:
                                args.table_limit)
     print(f"{args.out / 'phrase-table.gz'}: {kept} phrase pairs")
     lm = args.out / "lm.fr.4.sample.arpa.gz"
+    for path in args.lm_nbest:
+        with gzip.open(path, "rb") as f:
+            ngrams.update(ngram for line in f for ngram in sentence_ngrams(line.split(b"|||")[1].decode().split()))
     counts = filter_arpa(moses / "lm" / "train.fr.4.arpa", lm, ngrams)
     print(f"{lm}: n-grams kept per order: {counts}")
-    checked = check_same_scores(moses / "lm" / "train.fr.4.arpa", lm, [args.out / f"{s}.100best.gz" for s in SPLITS])
-    print(f"{lm}: same score as the full model on all {checked} sample hypotheses")
+    nbests = [args.out / f"{s}.100best.gz" for s in SPLITS] + args.lm_nbest
+    checked = check_same_scores(moses / "lm" / "train.fr.4.arpa", lm, nbests)
+    print(f"{lm}: same score as the full model on all {checked} hypotheses of {', '.join(map(str, nbests))}")
     total = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"{args.out}: {total / 1e6:.2f} MB")
     return 0

@@ -46,7 +46,8 @@ def test_sample_files_line_up() -> None:
 
 def test_filtered_lm_scores_every_hypothesis_as_the_full_model(multi30k_moses: Path) -> None:
     """Every hypothesis of the sample's lists (and so of tests/data's, their first sentences) gets the full
-    model's score, and a sentence with n-grams the lists lack need not: the filter is by n-grams, not words."""
+    model's score, and a sentence with n-grams the lists lack need not: the filter is by n-grams, not words.
+    (tests/integration/test_docs.py checks the RNNsearch lists that the main job merges with them.)"""
     sample = quiet_model(SAMPLE / "lm.fr.4.sample.arpa.gz")
     full = quiet_model(multi30k_moses / "lm" / "train.fr.4.arpa")
     lists = [directory / f"{split}.100best.gz" for directory in (SAMPLE, REPO / "tests" / "data" / "multi30k")
