@@ -67,14 +67,16 @@ def test_the_table_is_copied_from_the_results(tmp_path: Path, monkeypatch: pytes
     page.write_text("# Title\n\n<!-- sample table: written by rerank experiment configs/experiments/sample.yaml -->\n"
                     "| old |\n|---|\n<!-- end of the sample table -->\n\nAfter.\n", encoding="utf-8")
     results = tmp_path / "results.md"
-    results.write_text("# Results\n\nText.\n\n| system | BLEU |\n|---|---|\n| Moses | 55.73 |\n\nMore.\n", encoding="utf-8")
+    results.write_text("# Results\n\nText.\n\n| system | BLEU |\n|---|---|\n| Moses | 55.73 |\n\nMore.\n",
+                       encoding="utf-8")
     monkeypatch.setattr(sample_table, "PAGE", page)
     assert sample_table.main(["--results", str(results)]) == 0
     table, config, recorded = sample_table.documented(page.read_text(encoding="utf-8"))
     assert table == "| system | BLEU |\n|---|---|\n| Moses | 55.73 |\n"
     assert recorded == sample_table.fingerprint()
     text = page.read_text(encoding="utf-8")
-    assert text.startswith("# Title\n\n<!-- sample table") and text.endswith("<!-- end of the sample table -->\n\nAfter.\n")
+    assert text.startswith("# Title\n\n<!-- sample table")
+    assert text.endswith("<!-- end of the sample table -->\n\nAfter.\n")
 
 
 @pytest.fixture(scope="module")
