@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(rerank evaluate --tokenize none)")
     print(f"{'':<30} {'val (each seed)':>30} {'test_2016_flickr (each seed)':>30}")
     signature = ""
+    means: dict[tuple[str, str], float] = {}
     for name, (weights, features) in rows.items():
         cells = []
         for split in SPLITS:
@@ -113,9 +114,20 @@ def main(argv: list[str] | None = None) -> int:
                 scores.append(result["systems"][0]["bleu"])
                 signature = result["bleu_signature"]
             spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+            means[name, split] = statistics.mean(scores)
             cells.append(f"{statistics.mean(scores):.2f} ± {spread:.2f} ({' '.join(f'{x:.2f}' for x in scores)})")
         print(f"{name:<30} {cells[0]:>30} {cells[1]:>30}")
     print(f"BLEU signature: {signature}")
+    baseline = "fp32 weights, fp32 features"
+    for name in list(rows)[1:]:
+        print(f"{name} - {baseline}: " + ", ".join(
+            f"{split} {means[name, split] - means[baseline, split]:+.3f}" for split in SPLITS))
+    for split in SPLITS:
+        same = [sum(a == b for a, b in zip(*(
+            (work / f"{split}.{features}-features.fp32-weights.{seed}.1best").read_text(encoding="utf-8").splitlines()
+            for features in PRECISIONS), strict=True)) for seed in args.seeds]
+        print(f"{split}: 1-best with the fp32 weights the same on int8 as on fp32 features for "
+              f"{', '.join(map(str, same))} sentences (seeds {' '.join(map(str, args.seeds))})")
 
     fp32, int8 = (feature_values(work / f"val.{precision}.gz") for precision in PRECISIONS)
     print(f"\nint8 − fp32 per hypothesis, val 100-best ({len(fp32[NEURAL[0]]):,} hypotheses), nats:")
