@@ -3,6 +3,7 @@ makes the same outputs (a ``rerank`` command, or a Moses program), and timed."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -33,8 +34,18 @@ class Steps:
         make_output_dir(self.out, "output_dir")
         self.force = force
         self.commands = self.out / "commands.sh"
-        self.timings: dict[str, float] = {}
+        self.timings_file = self.out / "timings.json"  # kept across runs: a resumed study still reports every step
+        self.timings: dict[str, float] = {} if force else self._earlier_timings()
         self._directories: set[Path] = {self.out}  # those commands.sh makes before a command writes into them
+
+    def _earlier_timings(self) -> dict[str, float]:
+        """The wall times of the steps an earlier run of the study timed (none where it left no readable file)."""
+        try:
+            data = json.loads(self.timings_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): float(v) for k, v in data.items() if isinstance(v, (int, float))} if isinstance(data, dict) \
+            else {}
 
     def done(self, outputs: Sequence[Path]) -> bool:
         return bool(outputs) and all(p.exists() for p in outputs) and not self.force
@@ -51,7 +62,7 @@ class Steps:
         started = time.monotonic()
         run(*args)
         if timing:
-            self.timings[timing] = time.monotonic() - started
+            self._time(timing, started)
 
     def program(self, argv: Sequence[object], outputs: Sequence[Path], *, stdout: Path | None = None,
                 log: Path | None = None, timing: str | None = None, quiet: bool = False,
@@ -76,7 +87,11 @@ class Steps:
         if stdout and partial:
             partial.replace(stdout)
         if timing:
-            self.timings[timing] = time.monotonic() - started
+            self._time(timing, started)
+
+    def _time(self, timing: str, started: float) -> None:
+        self.timings[timing] = time.monotonic() - started
+        write_file(self.timings_file, json.dumps(self.timings, indent=2) + "\n")
 
     def _log(self, line: str, outputs: Sequence[Path], quiet: bool) -> None:
         """``line`` to commands.sh, after ``mkdir -p`` for each directory of ``outputs`` it has not made yet."""

@@ -77,7 +77,8 @@ def outputs(directory: Path) -> dict[str, bytes]:
     for path in sorted(directory.rglob("*")):
         name = path.relative_to(directory).as_posix()
         if (not path.is_file() or path.name.endswith((".log", ".err")) or name in WRITTEN_BY_THE_STUDY
-                or name in ("commands.sh", "results.md", "results.json", "bleu-by-length.png", "filtered/info")
+                or name in ("commands.sh", "results.md", "results.json", "bleu-by-length.png", "filtered/info",
+                         "timings.json")
                 or path.name == "checkpoint.pt" or path.name.startswith("input.")
                 or (name.startswith("decoder-tuning/mert-moses/") and path.name != "moses.ini")):
             continue
