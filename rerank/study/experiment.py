@@ -67,11 +67,10 @@ class Experiment:
         if c.moses.phrase_table and c.moses.score_table:  # Cho et al.'s phrase table, scored with the encoder-decoder
             add_column(c, steps, models["encdec"], placeholder_ini(c, steps), self.out / "phrase-table.rnn.gz",
                        self.out / "moses.rnn.ini")
-        features = feature_config(c, steps, models) if c.rescoring or c.decoder_tuning else None
+        features = feature_config(c, steps, models)
         score = Scoring(steps)
         report = Report(c, self.out, models)
         if c.rescoring:
-            assert features is not None
             self.rescoring_lists(models, ini, features, score)
             rows = self.rows()
             pools = {pool: f"SPLIT.{pool}.scored.gz" for pool in {"moses", *(row.nbest for row in rows)}}

@@ -27,7 +27,7 @@ def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
 
 
 def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[str, Path], score: Scoring,
-              features: Path | None) -> RouteResults:
+              features: Path) -> RouteResults:
     """Every tuning run of ``decoder_tuning`` from ``ini`` (Moses' moses.ini, filtered), and BLEU of its outputs."""
     from rerank.tune.config import TuneConfig
 
@@ -72,7 +72,7 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
             dev, test = (bleu(c, out / system / f"seed{seed}.{split}.1best", split) for split in SPLITS)
             results.runs.setdefault(system, []).append(Run(dev, test, str(out / system / f"seed{seed}.test.1best"),
                                                            decoder_bleu))
-            if rescore and features is not None:
+            if rescore:
                 results.runs.setdefault(f"{system}+rescored", []).append(
                     rescore_run(c, steps, score, features, out / system, seed, weights, route))
     if route.mert_moses:
