@@ -87,7 +87,8 @@ class Run:
     dev: float
     test: float
     test_output: str  # the test 1-best
-    iterations: tuple[float, ...] = ()
+    iterations: tuple[float, ...] = ()  # dev BLEU of the decoder's output in each iteration
+    tuned: tuple[float, ...] = ()  # the tuned BLEU of each iteration: the optimiser's on the lists so far
 
 
 @dataclass
@@ -103,22 +104,22 @@ def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
               "encdec": "+ encoder-decoder score in the phrase table, re-tuned",
               "rnnsearch": "+ RNNsearch score in the phrase table, re-tuned",
               "mert-moses.pl": "Moses, re-tuned by mert-moses.pl"}
-    lines = ["| system | dev BLEU | test BLEU | test per run | dev BLEU per iteration, per run |",
-             "|---|---|---|---|---|"]
+    lines = ["| system | dev BLEU | test BLEU | test per run | dev BLEU per iteration, per run | tuned BLEU per "
+             "iteration, per run |", "|---|---|---|---|---|---|"]
     for system, runs in results.runs.items():
         title = titles.get(system) or f"{titles[system.split('+')[0]]}, its n-best lists rescored with every " \
                                       "feature and re-tuned"
         per_run = " / ".join(f"{run.test:.2f}" for run in runs) if len(runs) > 1 else ""
-        iterations = " / ".join(", ".join(f"{b:.2f}" for b in run.iterations) for run in runs if run.iterations)
+        iterations, tuned = (" / ".join(", ".join(f"{b:.2f}" for b in values) for values in column if values)
+                             for column in ([r.iterations for r in runs], [r.tuned for r in runs]))
         lines.append(f"| {title} | {mean_spread([r.dev for r in runs])} | {mean_spread([r.test for r in runs])} | "
-                     f"{per_run} | {iterations} |")
+                     f"{per_run} | {iterations} | {tuned} |")
     return lines
 
 
 def route_summary(results: RouteResults) -> dict[str, object]:
     """The figures of :func:`route_table` for results.json."""
-    return {"runs": {system: [{"dev": r.dev, "test": r.test, "iterations": r.iterations, "test_output": r.test_output}
-                              for r in runs]
+    return {"runs": {system: [dataclasses.asdict(r) for r in runs]
                      for system, runs in results.runs.items()},
             "seconds": results.seconds,
             "mean": {system: {split: statistics.mean(getattr(r, split) for r in runs) for split in ("dev", "test")}

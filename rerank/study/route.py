@@ -5,6 +5,7 @@ system's own n-best lists rescored with every feature and re-tuned."""
 
 from __future__ import annotations
 
+import math
 import shlex
 from pathlib import Path
 
@@ -68,10 +69,11 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
                        nbest, timing=f"decode {split} {system} seed {seed}")
             iterations = sorted(tuning_work_dir(weights).glob("run*.tuned.yaml"),
                                 key=lambda p: int(p.name[3:].split(".")[0]))
-            decoder_bleu = tuple(float(load_yaml(p)["decoder_bleu"]) for p in iterations)
+            records = [load_yaml(p) for p in iterations]
             dev, test = (bleu(c, out / system / f"seed{seed}.{split}.1best", split) for split in SPLITS)
-            results.runs.setdefault(system, []).append(Run(dev, test, str(out / system / f"seed{seed}.test.1best"),
-                                                           decoder_bleu))
+            results.runs.setdefault(system, []).append(Run(
+                dev, test, str(out / system / f"seed{seed}.test.1best"),
+                tuple(float(r["decoder_bleu"]) for r in records), tuple(float(r["tuned_bleu"]) for r in records)))
             if rescore:
                 results.runs.setdefault(f"{system}+rescored", []).append(
                     rescore_run(c, steps, score, features, out / system, seed, weights, route))
@@ -115,10 +117,20 @@ def mert_moses(config: ExperimentConfig, steps: Steps, ini: Path, work: Path, ro
                    Path(config.dev.reference).resolve(), decoder, ini.resolve(), f"--working-dir={work.resolve()}",
                    f"--mertdir={decoder.parent}", f"--nbest={route.nbest_size}", "--predictable-seeds",
                    f"--decoder-flags=-threads {moses.threads}", f"--maximum-iterations={route.iterations}"],
-                  [work / "moses.ini"], log=work.with_name("mert-moses.log"), timing="mert-moses.pl")
+                  [work / "moses.ini"], stdout=work.with_name("mert-moses.out"), log=work.with_name("mert-moses.log"),
+                  timing="mert-moses.pl")
     for split in SPLITS:
         decode(config, steps, work / "moses.ini", config.split(split).source, work / f"{split}.1best",
                timing=f"decode {split} mert-moses.pl")
     runs = sorted((p for p in work.glob("run*.out") if p.name[3:-4].isdigit()), key=lambda p: int(p.name[3:-4]))
     dev, test = (bleu(config, work / f"{split}.1best", split) for split in SPLITS)
-    return Run(dev, test, str(work / "test.1best"), tuple(bleu(config, p, "dev") for p in runs))
+    return Run(dev, test, str(work / "test.1best"), tuple(bleu(config, p, "dev") for p in runs),
+               tuple(mert_bleu(p.with_name(p.name[:-4] + ".mert.log")) for p in runs))
+
+
+def mert_bleu(log: Path) -> float:
+    """The tuned BLEU of one iteration of mert-moses.pl, as its ``mert`` prints it (``Best point: ... => 0.5565``)."""
+    for line in reversed(log.read_text(encoding="utf-8", errors="replace").splitlines()):
+        if line.startswith("Best point:") and "=>" in line:
+            return 100 * float(line.rsplit("=>", 1)[1])
+    return math.nan

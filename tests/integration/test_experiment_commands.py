@@ -72,7 +72,7 @@ def tiny_study(tmp_path: Path) -> Path:
 def outputs(directory: Path) -> dict[str, bytes]:
     """Every file the logged commands make, by its path in ``directory``: not the logs, the report, the copy of
     its input that filter-model-given-input.pl names by its process id (and its info file, which names it), or
-    the working files of mert-moses.pl but its moses.ini, less the line with the time it finished."""
+    the working files and output of mert-moses.pl but its moses.ini, less the line with the time it finished."""
     files = {}
     for path in sorted(directory.rglob("*")):
         name = path.relative_to(directory).as_posix()
@@ -80,7 +80,7 @@ def outputs(directory: Path) -> dict[str, bytes]:
                 or name in ("commands.sh", "results.md", "results.json", "bleu-by-length.png", "filtered/info",
                          "timings.json")
                 or path.name == "checkpoint.pt" or path.name.startswith("input.")
-                or (name.startswith("decoder-tuning/mert-moses/") and path.name != "moses.ini")):
+                or (name.startswith("decoder-tuning/mert-moses") and name != "decoder-tuning/mert-moses/moses.ini")):
             continue
         files[name] = b"".join(line for line in path.read_bytes().splitlines(True)
                                if not (name.endswith("mert-moses/moses.ini") and line.startswith(b"# finished ")))
