@@ -28,7 +28,7 @@ FILTER = MOSES.parents[1] / "scripts" / "training" / "filter-model-given-input.p
 EXAMPLES = REPOSITORY / "examples" / "data"
 SENTENCES = 3
 UNKNOWN = "xyzzy"  # a word the phrase table does not have: Moses copies it to the output
-MADE_UP = f"a dog runs on the {UNKNOWN} ."  # "runs" is unknown too: the table has only the sample's phrases
+MADE_UP = f"a dog trots on the {UNKNOWN} ."  # "trots" is unknown too: the table has only the sample's phrases
 NBEST = 30
 MOSES_FEATURES = ("Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0")
 
@@ -114,10 +114,10 @@ def test_hypotheses_moses_cannot_produce_are_unreachable(system: System) -> None
 
 
 def test_unknown_words_match_in_their_own_order(system: System) -> None:
-    """Under max-unknowns=-1 unknown words match any reference word: forcing "... xyzzy runs ." also
-    gives the better-scoring "... runs xyzzy ."; a second run with more derivations finds the right one."""
+    """Under max-unknowns=-1 unknown words match any reference word: forcing "... xyzzy trots ." also
+    gives the better-scoring "... trots xyzzy ."; a second run with more derivations finds the right one."""
     swapped = [e for e in system.entries() if e.sentence_id == SENTENCES
-               and e.tokens.index(UNKNOWN) < e.tokens.index("runs")]
+               and e.tokens.index(UNKNOWN) < e.tokens.index("trots")]
     assert swapped
     pairs = [(SENTENCES, tuple(e.tokens)) for e in swapped]
     one = ForcedDecoding(str(MOSES), str(system.moses_ini), threads=2, distinct=1, retry_distinct=1)
