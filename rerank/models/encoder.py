@@ -6,14 +6,18 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from rerank.models.layers import DeepGRU, Embeddings, word_dropout
+from rerank.models.layers import DeepGRU, Embeddings, Int8Matrices, word_dropout
 
 
 class RecurrentEncoder(nn.Module):
     """Reads the source; returns annotations (B, S, H or 2H) and the final state of each direction.
 
     Packed sequences make every sentence's states independent of the padding after it, and the
-    backward direction start at the sentence's own last word.
+    backward direction start at the sentence's own last word. With ``int8`` set (the model's
+    ``set_precision("int8")``), inference runs a bidirectional GRU with int8 weights
+    (:meth:`Int8Matrices.gru`). A unidirectional one (the encoder-decoder's) stays in float32: its
+    decoder sees the source only through the last state, which int8 moved far enough on the tiny
+    test models to change their translations; RNNsearch's decoder reads every annotation.
     """
 
     def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, bidirectional: bool,
@@ -23,6 +27,7 @@ class RecurrentEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.word_dropout = word_dropout
         self.rnn = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=bidirectional)
+        self.int8: Int8Matrices | None = None
 
     def embedded(self, src: Tensor) -> Tensor:
         """The source's embeddings (B, S, E) after word dropout and dropout (in training)."""
@@ -32,7 +37,10 @@ class RecurrentEncoder(nn.Module):
         """Annotations (B, S, D·H) and final states (D, B, H); D = 2 if bidirectional ([0] forward, [1] backward)."""
         embedded = self.embedded(src)  # (B, S, E)
         packed = pack_padded_sequence(embedded, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        outputs, final = self.rnn(packed)
+        rnn: nn.Module = self.rnn
+        if self.int8 is not None and self.rnn.bidirectional and not self.training:
+            rnn = self.int8.gru("encoder.rnn", self.rnn)
+        outputs, final = rnn(packed)
         annotations, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
         return annotations, final
 

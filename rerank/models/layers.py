@@ -6,6 +6,7 @@ C context (annotation) size, V vocabulary.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
+from torch.ao.nn.quantized.dynamic import GRU as DynamicGRU
+from torch.ao.quantization.qconfig import per_channel_dynamic_qconfig
 
 
 class Embeddings(nn.Module):
@@ -75,7 +78,7 @@ class Int8Matrices:
 
     Each call site names its matrix; the packed copy is made on first use and again whenever one of
     the tensors it was made from has changed (as :class:`WordTables`). No gradient flows through it:
-    for inference only.
+    for inference only. :meth:`gru` does the same for a whole ``nn.GRU``.
     """
 
     def __init__(self) -> None:
@@ -84,20 +87,30 @@ class Int8Matrices:
     def clear(self) -> None:
         self._packed.clear()
 
-    def linear(self, name: str, x: Tensor, sources: Sequence[Tensor],
-               matrix: Callable[[], tuple[Tensor, Tensor | None]]) -> Tensor:
-        """x W^T + b (..., out) for x (..., in), where ``matrix`` gives W and b (or None), computed from
-        ``sources``; in float32, returned in x's dtype."""
+    def _copy(self, name: str, sources: Sequence[Tensor], make: Callable[[], Any]) -> Any:
+        """The int8 copy ``make()`` of what ``sources`` hold, made again when one of them has changed."""
         key = tuple(v for t in sources for v in (t.data_ptr(), t._version, *t.shape))
         slot = f"{name}@{key[0]}"  # the models of an ensemble share one set: each its own copies
         found = self._packed.get(slot)
         if found is None or found[0] != key:
             with torch.no_grad():
-                weight, bias = matrix()
-                found = key, pack_int8(weight, bias)
+                found = key, make()
             self._packed[slot] = found
-        result: Tensor = torch.ops.quantized.linear_dynamic(x.float().contiguous(), found[1], True)
+        return found[1]
+
+    def linear(self, name: str, x: Tensor, sources: Sequence[Tensor],
+               matrix: Callable[[], tuple[Tensor, Tensor | None]]) -> Tensor:
+        """x W^T + b (..., out) for x (..., in), where ``matrix`` gives W and b (or None), computed from
+        ``sources``; in float32, returned in x's dtype."""
+        packed = self._copy(name, sources, lambda: pack_int8(*matrix()))
+        result: Tensor = torch.ops.quantized.linear_dynamic(x.float().contiguous(), packed, True)
         return result.to(x.dtype)
+
+    def gru(self, name: str, module: nn.GRU) -> nn.Module:
+        """``module`` as torch's dynamically quantized GRU (the same call, packed sequences included): its
+        weight matrices quantized per output row, symmetrically, their products as :meth:`linear`'s, the
+        gates' arithmetic in float32."""
+        return self._copy(name, list(module.parameters()), lambda: quantized_gru(module))
 
     def affine(self, name: str, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """x W^T + b for a weight (out, in) and bias (out,) that are tensors of the model (or views of them)."""
@@ -114,6 +127,15 @@ def pack_int8(weight: Tensor, bias: Tensor | None) -> Any:
         warnings.simplefilter("ignore", UserWarning)
         quantized = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8)
     return torch.ops.quantized.linear_prepack(quantized, None if bias is None else bias.detach().float())
+
+
+def quantized_gru(module: nn.GRU) -> nn.Module:
+    """An int8 copy of ``module`` (:meth:`Int8Matrices.gru`); ``module`` itself is left as it was."""
+    float_module = copy.copy(module)  # from_float reads its qconfig: set on a copy, not on the model's GRU
+    float_module.qconfig = per_channel_dynamic_qconfig
+    with warnings.catch_warnings():  # quantized tensors are only the packing routine's input format
+        warnings.simplefilter("ignore", UserWarning)
+        return DynamicGRU.from_float(float_module)  # type: ignore[no-untyped-call]
 
 
 class Maxout(nn.Module):

@@ -91,8 +91,9 @@ class Seq2Seq(nn.Module):
 
     def set_precision(self, precision: str) -> None:
         """``fp32``, or ``int8``: the fast paths' matrix multiplies (the decoder's recurrence and output layers,
-        the encoder-decoder's encoder steps) with int8 weights quantized per output row (:class:`Int8Matrices`),
-        for inference on the CPU. The reference path, the training path and the GRU modules stay in fp32."""
+        the encoder-decoder's encoder steps, RNNsearch's bidirectional ``nn.GRU``) with int8 weights quantized
+        per output row (:class:`Int8Matrices`), for inference on the CPU. The reference path's own layers, the
+        training path and the other GRU modules stay in fp32."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if precision == "int8" and any(p.device.type != "cpu" for p in self.parameters()):

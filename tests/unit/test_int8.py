@@ -13,6 +13,7 @@ from tiny_models import all_models, save_model_dir, taught_model
 from rerank.cli import main
 from rerank.models.batching import pad
 from rerank.models.config import ModelConfig
+from rerank.models.encoder import RecurrentEncoder
 from rerank.models.layers import Int8Matrices
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import BOS_ID, EOS_ID, Vocabulary
@@ -135,3 +136,30 @@ def test_translate_precision_int8_gives_the_same_translations_on_a_taught_model(
                      "--precision", precision]) == 0, capsys.readouterr().err
         outputs[precision] = out.read_text()
     assert outputs["int8"] == outputs["fp32"] and len(outputs["fp32"].splitlines()) == 3
+
+
+def test_the_bidirectional_encoder_runs_in_int8_and_the_unidirectional_one_in_fp32() -> None:
+    src, src_len = pad(SOURCES)
+    seen = set()
+    for name, config in MODELS:
+        model = taught_model(config, updates=1).float().eval()
+        encoder = getattr(model, "encoder", None)
+        if not isinstance(encoder, RecurrentEncoder):
+            continue
+        weights = {key: value.clone() for key, value in encoder.rnn.state_dict().items()}
+        with torch.inference_mode():
+            fp32, _ = encoder(src, src_len)
+            model.set_precision("int8")
+            int8, _ = encoder(src, src_len)
+            model.set_precision("fp32")
+            again, _ = encoder(src, src_len)
+        assert torch.equal(again, fp32), name  # the model's own GRU is left as it was
+        assert all(torch.equal(value, weights[key]) for key, value in encoder.rnn.state_dict().items())
+        assert not hasattr(encoder.rnn, "qconfig")
+        seen.add(encoder.rnn.bidirectional)
+        if encoder.rnn.bidirectional:
+            assert not torch.equal(int8, fp32), name
+            assert (int8 - fp32).abs().max() < 0.05, name
+        else:
+            assert torch.equal(int8, fp32), name
+    assert seen == {True, False}  # both kinds were checked
