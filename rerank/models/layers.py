@@ -108,8 +108,8 @@ class Int8Matrices:
 
     def gru(self, name: str, module: nn.GRU) -> nn.Module:
         """``module`` as torch's dynamically quantized GRU (the same call, packed sequences included): its
-        weight matrices quantized per output row, symmetrically, their products as :meth:`linear`'s, the
-        gates' arithmetic in float32."""
+        weight matrices quantized per output row, symmetrically, the inputs of each product quantized on
+        the fly, the gates' arithmetic in float32."""
         return self._copy(name, list(module.parameters()), lambda: quantized_gru(module))
 
     def affine(self, name: str, x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
