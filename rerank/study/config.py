@@ -91,6 +91,7 @@ class ExperimentConfig:
     consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
     list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
     rescoring: bool = True  # the rescoring rows on Moses' n-best lists; false: decoder_tuning alone
+    union_with: Literal["rnnsearch", "ensemble"] = "rnnsearch"  # whose n-best list joins Moses' in the union rows
     decoder_tuning: DecoderTuning | None = None  # Moses re-tuned with Moses in the loop (needs moses.decoder)
 
     def split(self, name: str) -> Split:
@@ -102,6 +103,8 @@ class ExperimentConfig:
             raise ValueError("give at least one optimizer and one seed")
         if any(size < 1 for size in self.list_sizes):
             raise ValueError(f"list_sizes: expected sizes of at least 1, got {list(self.list_sizes)}")
+        if self.union_with == "ensemble" and not self.ensemble_seeds:
+            raise ValueError("union_with: ensemble needs ensemble_seeds, the ensemble's other seeds")
         if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
             raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")

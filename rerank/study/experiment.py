@@ -31,7 +31,7 @@ import logging
 from pathlib import Path
 
 from rerank.study.config import ExperimentConfig, check_inputs
-from rerank.study.lists import SPLITS, Scoring, cut_lists, feature_config, translate, union
+from rerank.study.lists import SPLITS, UNION_SYSTEMS, Scoring, cut_lists, feature_config, translate, union
 from rerank.study.models import extra_features, train_models
 from rerank.study.moses import add_column, decode, decoding_ini, placeholder_ini
 from rerank.study.report import Report
@@ -110,7 +110,11 @@ class Experiment:
                 *(forced_rows(everything, c.consensus) if c.moses.decoder else ()),
                 *size_rows(everything, c.list_sizes, c.consensus))
         pool = {"union": self.union_pool(), "union-mbr": f"{self.union_pool()}-mbr"}
-        return tuple(dataclasses.replace(row, nbest=pool.get(row.nbest, row.nbest)) for row in rows)
+        name = UNION_SYSTEMS[c.union_with]  # the system joined to Moses' lists, in the union rows
+        return tuple(dataclasses.replace(
+            row, nbest=pool.get(row.nbest, row.nbest), title=row.title.replace("RNNsearch n-best", f"{name} n-best"),
+            features=tuple(f"In{name}" if label == "InRNNsearch" else label for label in row.features))
+            for row in rows)
 
     def union_pool(self) -> str:
         """The union's scored list: with Moses' features on every line where the study runs Moses."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
 
 SPLITS = ("dev", "test")
+UNION_SYSTEMS = {"rnnsearch": "RNNsearch", "ensemble": "Ensemble"}  # the name of each in the union: InRNNsearch, ...
 
 
 def feature_config(config: ExperimentConfig, steps: Steps, models: dict[str, Path]) -> Path:
@@ -119,16 +120,19 @@ def translate(config: ExperimentConfig, steps: Steps, name: str, split: Split, m
         output = steps.out / f"{name}.{model}.1best"
         steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", output,
                       *options], [output], run, model, output, timing=f"translate {name} {model}")
-    nbest = steps.out / f"{name}.rnnsearch.nbest.gz"
-    steps.rerank(["translate", "--model", models["rnnsearch"], "-i", split.source, "-o", nbest, *search, *unk,
-                  "--nbest", c.nbest], [nbest], run, "rnnsearch", nbest, c.nbest)
+    for model in ("rnnsearch", *(("ensemble",) if c.union_with == "ensemble" else ())):
+        nbest = steps.out / f"{name}.{model}.nbest.gz"
+        steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", nbest,
+                      *search, *unk, "--nbest", c.nbest], [nbest], run, model, nbest, c.nbest)
 
 
 def union(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, split: Split, moses_list: str,
           features: Path, ini: Path | None) -> None:
-    """The union of Moses' and RNNsearch's lists with "which system" indicators, scored with every feature; with
-    ``ini`` (Moses in the study), with Moses' features on every line (forced decoding)."""
-    systems = [("Moses", moses_list), ("RNNsearch", str(steps.out / f"{name}.rnnsearch.nbest.gz"))]
+    """The union of Moses' and RNNsearch's (or the ensemble's, ``union_with``) lists with "which system" indicators,
+    scored with every feature; with ``ini`` (Moses in the study), with Moses' features on every line (forced
+    decoding)."""
+    systems = [("Moses", moses_list), (UNION_SYSTEMS[config.union_with],
+                                       str(steps.out / f"{name}.{config.union_with}.nbest.gz"))]
     if ini is None:
         merged = steps.out / f"{name}.union.gz"
         steps.rerank(["merge-nbest", *(f"{n}={p}" for n, p in systems), "-o", merged], [merged], merge_nbest_file,

@@ -151,7 +151,7 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
         "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
         "training": {"batch_size": 64, "max_updates": 10, "valid_every": 10, "threads": 1}}))
     config = write_experiment(tmp_path, **{k: str(v) for k, v in configs.items()}, ensemble_seeds=[2],
-                              optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
+                              union_with="ensemble", optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
@@ -168,8 +168,12 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     assert [row.key for row in rows] == [
         "plus-Ens0", "plus-R2L0", "plus-Chan0", "plus-CSLM0", "extended", "without-RNN0", "without-RNNsearch0",
         "without-LM1", "without-Ens0", "without-R2L0", "without-Chan0", "without-CSLM0", "union-extended"]
-    for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title for row in (*ROWS, *rows))]:
+    for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title.replace("RNNsearch n-best", "Ensemble n-best")
+                                                        for row in (*ROWS, *rows))]:
         assert f"| {title} |" in results
+    # union_with: ensemble: the union rows join the ensemble's n-best list to Moses'
+    with gzip.open(run / "dev.union.scored.gz", "rt", encoding="utf-8") as f:
+        assert "InEnsemble=" in f.readline()
     assert f"- cslm ({run / 'models' / 'cslm'}): " in results and "10 updates" in results
     commands = (run / "commands.sh").read_text()
     assert "--seed 2" in commands and commands.count("rerank tune ") == len(ROWS) + len(rows)
@@ -177,6 +181,8 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     ensemble_translate = [line for line in commands.splitlines()
                           if line.startswith("rerank translate") and "dev.ensemble.1best" in line][0]
     assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
+    union_tuning = [line for line in commands.splitlines() if line.startswith("rerank tune ") and "InMoses" in line]
+    assert union_tuning and all("InEnsemble" in line and "InRNNsearch" not in line for line in union_tuning)
 
 
 def test_a_bad_training_config_is_refused_before_any_model_trains(tmp_path: Path,
@@ -268,6 +274,7 @@ def test_with_moses_the_union_has_moses_features_on_every_line(tmp_path: Path) -
      "dev.nbest: give Moses' n-best list, or moses.nbest_size for Moses to decode it"),
     ({"decoder_tuning": {"systems": ["baseline"], "rescore": "encdec"}},
      "rescore: encdec is not one of the systems ['baseline']"),
+    ({"union_with": "ensemble"}, "union_with: ensemble needs ensemble_seeds"),
 ])
 def test_a_study_that_cannot_run_is_refused_before_any_step(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             settings: dict[str, object], message: str) -> None:
