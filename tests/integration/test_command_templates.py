@@ -83,6 +83,12 @@ def _alive(pid: int) -> bool:
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal delivers it: a job started in the background of a shell (or under nohup)
+    inherits SIGINT ignored, and rerank, as every program, keeps it ignored there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see which processes live")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_the_decoder_and_its_children_end_with_rerank(tuning_set, tmp_path: Path, sig: int) -> None:
@@ -92,7 +98,7 @@ def test_the_decoder_and_its_children_end_with_rerank(tuning_set, tmp_path: Path
     process = subprocess.Popen(
         [sys.executable, "-m", "rerank", "tune", "--decoder", decoder, "--source", str(tuning_set["source"]),
          "-r", str(tuning_set["reference"]), "--init", str(FIXTURES / "init.yaml"), "-o", str(tmp_path / "t.yaml")],
-        stderr=subprocess.PIPE)
+        stderr=subprocess.PIPE, preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 60
         while not (pids.exists() and len(pids.read_text().split()) == 2):
