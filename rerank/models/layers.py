@@ -37,7 +37,30 @@ class Embeddings(nn.Module):
         return weight if self.expand is None else self.expand(weight)
 
 
-class WordTables:
+class DerivedFromWeights:
+    """Values computed from a model's weights, each kept under its name until one of the tensors it
+    was computed from has changed: replaced, or written in place (its version counter moves). A model
+    that converts or moves its weights (``Module.to``, ``float``, ...) clears them (:meth:`clear`).
+    Computed without gradient: for inference only."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[tuple[int, ...], Any]] = {}
+
+    def clear(self) -> None:
+        self._values.clear()
+
+    def derived(self, name: str, sources: Sequence[Tensor], make: Callable[[], Any]) -> Any:
+        """``make()``, computed again when one of ``sources`` has changed since it was last made."""
+        key = tuple(v for t in sources for v in (id(t), t.data_ptr(), t._version, *t.shape))
+        found = self._values.get(name)
+        if found is None or found[0] != key:
+            with torch.no_grad():
+                found = key, make()
+            self._values[name] = found
+        return found[1]
+
+
+class WordTables(DerivedFromWeights):
     """Projections of every target word's embedding, W E_v for the whole vocabulary (V, *), so that a
     decoding step looks up W E y instead of multiplying its embeddings again: the input-side gates of
     the decoder's GRU and the embedding's part of the maxout layer depend on the word alone.
@@ -48,26 +71,15 @@ class WordTables:
     dropout on the embeddings would make the table wrong, and it carries no gradient.
     """
 
-    def __init__(self) -> None:
-        self._tables: dict[str, tuple[tuple[int, ...], Tensor]] = {}
-
-    def clear(self) -> None:
-        self._tables.clear()
-
     def get(self, name: str, weights: Sequence[Tensor], compute: Callable[[], Tensor]) -> Tensor:
-        key = tuple(x for w in weights for x in (id(w), w.data_ptr(), w._version))
-        found = self._tables.get(name)
-        if found is None or found[0] != key:
-            with torch.no_grad():
-                found = key, compute()
-            self._tables[name] = found
-        return found[1]
+        table: Tensor = self.derived(name, weights, compute)
+        return table
 
 
 PRECISIONS = ("fp32", "int8")
 
 
-class Int8Matrices:
+class Int8Matrices(DerivedFromWeights):
     """int8 copies of a model's weight matrices, for inference on the CPU.
 
     Each matrix W (out, in) is quantized per output row, symmetrically: row k becomes round(W_k / s_k)
@@ -77,26 +89,14 @@ class Int8Matrices:
     are summed in int32 and scaled back to float32, the bias added in float32.
 
     Each call site names its matrix; the packed copy is made on first use and again whenever one of
-    the tensors it was made from has changed (as :class:`WordTables`). No gradient flows through it:
+    the tensors it was made from has changed (:class:`DerivedFromWeights`). No gradient flows through it:
     for inference only. :meth:`gru` does the same for a whole ``nn.GRU``.
     """
 
-    def __init__(self) -> None:
-        self._packed: dict[str, tuple[tuple[int, ...], Any]] = {}
-
-    def clear(self) -> None:
-        self._packed.clear()
-
     def _copy(self, name: str, sources: Sequence[Tensor], make: Callable[[], Any]) -> Any:
         """The int8 copy ``make()`` of what ``sources`` hold, made again when one of them has changed."""
-        key = tuple(v for t in sources for v in (t.data_ptr(), t._version, *t.shape))
-        slot = f"{name}@{key[0]}"  # the models of an ensemble share one set: each its own copies
-        found = self._packed.get(slot)
-        if found is None or found[0] != key:
-            with torch.no_grad():
-                found = key, make()
-            self._packed[slot] = found
-        return found[1]
+        # the models of an ensemble share one set: each its own copies
+        return self.derived(f"{name}@{sources[0].data_ptr()}", sources, make)
 
     def linear(self, name: str, x: Tensor, sources: Sequence[Tensor],
                matrix: Callable[[], tuple[Tensor, Tensor | None]]) -> Tensor:
