@@ -4,9 +4,9 @@
 
 writes OUT/config.yaml, OUT/vocab.src.txt, OUT/vocab.trg.txt and OUT/model.pt, the layout that
 ``rerank.models.checkpoint.load_model`` reads; the run's checkpoint.pt (optimiser state, for
-resuming) is left out. Floating-point weights are stored as float16, which halves the file;
-``load_model`` copies them into the model's float32 parameters. The script then loads OUT with
-``load_model`` and compares its ln p(target | source) with the float32 run's on the first
+resuming) is left out. Floating-point weights are stored as float16, which halves the file (tied
+embeddings stay one tensor); ``load_model`` copies them into the model's float32 parameters. The
+script then loads OUT with ``load_model`` and compares its ln p(target | source) with the float32 run's on the first
 ``--check`` pairs of the run's validation data (or of ``--source``/``--target``), and fails if
 any score differs by more than ``--tolerance``.
 """
@@ -21,7 +21,16 @@ from pathlib import Path
 import torch
 
 from rerank.config import load_yaml
-from rerank.models.checkpoint import CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, load_model, load_state, save_state
+from rerank.models.checkpoint import (
+    CONFIG,
+    SRC_VOCAB,
+    TRG_VOCAB,
+    WEIGHTS,
+    float16_weights,
+    load_model,
+    load_state,
+    save_state,
+)
 from rerank.search.scoring import Scorer
 
 
@@ -33,8 +42,7 @@ def ship(run: Path, out: Path) -> None:
     for name in (CONFIG, SRC_VOCAB, TRG_VOCAB):
         shutil.copyfile(run / name, out / name)
     weights = load_state(run / WEIGHTS)["model"]
-    half = {k: v.to(torch.float16) if v.is_floating_point() else v for k, v in weights.items()}
-    save_state({"model": half}, out / WEIGHTS)
+    save_state({"model": float16_weights(weights)}, out / WEIGHTS)
 
 
 def read_pairs(source: Path, target: Path, n: int) -> list[tuple[list[str], list[str]]]:

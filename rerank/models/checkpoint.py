@@ -61,6 +61,20 @@ def save_state(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
         torch.save(state, f)
 
 
+def float16_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``weights`` with every floating-point tensor cast to float16, tensors that share memory (tied embeddings)
+    cast once, so that ``torch.save`` stores them once."""
+    cast: dict[tuple[object, ...], torch.Tensor] = {}
+    half = {}
+    for name, tensor in weights.items():
+        if not tensor.is_floating_point():
+            half[name] = tensor
+            continue
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
+        half[name] = cast[key] if key in cast else cast.setdefault(key, tensor.to(torch.float16))
+    return half
+
+
 def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu") -> dict[str, Any]:
     """A ``.pt`` file read safely: only tensors and plain containers are accepted."""
     try:

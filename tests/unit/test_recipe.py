@@ -25,7 +25,7 @@ from rerank.models.averaging import (
     select_checkpoints,
 )
 from rerank.models.batching import pad
-from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model, load_state
+from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, float16_weights, load_model, load_state, save_state
 from rerank.models.config import ModelConfig, SubwordConfig
 from rerank.models.layers import word_dropout
 from rerank.models.seq2seq import reference_path
@@ -100,6 +100,19 @@ def test_tied_target_embeddings_are_one_tensor_through_training_and_loading(tmp_
     loaded = load_model(directory).model
     assert loaded.output_layer.weight is loaded.embed.lookup.weight  # type: ignore[union-attr]
     torch.testing.assert_close(loaded.output_layer.weight, model.output_layer.weight)
+
+
+def test_float16_weights_keep_tied_embeddings_one_tensor(tmp_path: Path) -> None:
+    model = build_model(RECIPE, 30, 25)
+    half = float16_weights(model.state_dict())
+    assert half["deep_output.project.weight"] is half["embed.lookup.weight"]
+    assert all(v.dtype == torch.float16 for v in half.values() if v.is_floating_point())
+    save_state({"model": half}, tmp_path / "tied.pt")
+    save_state({"model": {k: v.clone() for k, v in half.items()}}, tmp_path / "untied.pt")
+    table = model.embed.lookup.weight.numel() * 2  # bytes of the table in float16
+    assert (tmp_path / "untied.pt").stat().st_size - (tmp_path / "tied.pt").stat().st_size >= table
+    loaded = load_state(tmp_path / "tied.pt")["model"]
+    assert loaded["deep_output.project.weight"].data_ptr() == loaded["embed.lookup.weight"].data_ptr()
 
 
 def test_tied_source_and_target_embeddings_need_a_joint_vocabulary() -> None:
