@@ -1,6 +1,6 @@
 """Make a shippable model directory from a trained run: its config, vocabularies and best weights in float16.
 
-    .venv/bin/python scripts/ship_model.py runs/shipped/rnnsearch examples/models/rnnsearch
+    .venv/bin/python scripts/ship_model.py runs/recipe/recipe-words examples/models/rnnsearch
 
 writes OUT/config.yaml, OUT/vocab.src.txt, OUT/vocab.trg.txt and OUT/model.pt, the layout that
 ``rerank.models.checkpoint.load_model`` reads; the run's checkpoint.pt (optimiser state, for
