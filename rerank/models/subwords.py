@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from rerank.models.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 SRC_SUBWORDS, TRG_SUBWORDS = "subwords.src.model", "subwords.trg.model"  # beside vocab.src.txt, vocab.trg.txt
 WORD_START = "\u2581"  # ▁
 SAMPLE_SEED = 1  # of the sample of a long text that the pieces are learnt from
+_SAMPLING = threading.Lock()  # sentencepiece's seed is global to the process: set and used under this lock
 T = TypeVar("T")
 
 
@@ -118,6 +120,22 @@ class SubwordVocabulary(Vocabulary):
     def encode_lines(self, lines: list[str]) -> list[list[int]]:
         """The piece ids of many lines of tokens (in C++, several threads)."""
         return [list(ids) for ids in self.processor.encode(lines, num_threads=os.cpu_count() or 1)]
+
+    def resample(self, rows: list[list[int]], alpha: float, seed: int) -> list[list[int]]:
+        """Each of ``rows`` (piece ids, without ``</s>``) segmented anew by sampling: its pieces decoded to its
+        text and encoded with sentencepiece's sampling (BPE-dropout with merge dropout ``alpha`` for a BPE
+        model, subword sampling with smoothing ``alpha`` for a unigram model). The same ``seed`` gives the same
+        pieces: one call starts sentencepiece's generator afresh from the process-global seed, and with one
+        encoding thread the rows draw from it in order (with several, which thread takes a row varies)."""
+        import sentencepiece as spm
+
+        if not rows:
+            return []
+        texts = self.processor.decode(rows)
+        with _SAMPLING:
+            spm.set_random_generator_seed(seed)
+            sampled = self.processor.encode(texts, enable_sampling=True, alpha=alpha, nbest_size=-1, num_threads=1)
+        return [list(ids) for ids in sampled]
 
     def words(self, ids: Iterable[int]) -> list[str]:
         kept = list(_until_eos(ids))

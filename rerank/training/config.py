@@ -59,14 +59,18 @@ class TrainingConfig:
     seed: int = 1234
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: the forward pass under torch.autocast (for a GPU)
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
+    # subword regularisation (needs model.subwords): each time a pair is put in a batch, both sides are segmented
+    # anew by sentencepiece's sampling; p is the probability of dropping each merge for BPE (BPE-dropout, Provilkov
+    # et al. 2020) and the smoothing alpha of the sampling for unigram models (Kudo 2018); 0: the fixed pieces
+    subword_dropout: float = 0.0
 
     def __post_init__(self) -> None:
         at_least(self, 1, "batch_size", "bucket_window", "pool_pairs", "max_epochs", "max_updates", "valid_every",
                  "log_every", "patience", "threads")
         at_least(self, 0, "learning_rate", "adadelta_eps", "clip_norm", "lr_decay", "max_minutes", strictly=True)
         at_least(self, 0, "adadelta_rho", strictly=True)
-        at_least(self, 0, "warmup_updates", "label_smoothing", "keep_checkpoints")
-        below(self, 1, "adadelta_rho", "label_smoothing")
+        at_least(self, 0, "warmup_updates", "label_smoothing", "keep_checkpoints", "subword_dropout")
+        below(self, 1, "adadelta_rho", "label_smoothing", "subword_dropout")
         below(self, 1, "lr_decay", or_equal=True)
 
 
@@ -76,6 +80,11 @@ class TrainConfig:
     data: DataConfig
     training: TrainingConfig = field(default_factory=TrainingConfig)
     output_dir: str = "runs/model"
+
+    def __post_init__(self) -> None:
+        if self.training.subword_dropout and self.model.subwords is None:
+            raise ValueError("training.subword_dropout samples the segmentation of subword units: it needs "
+                             "model.subwords (a word-level model has no segmentation to sample)")
 
 
 def load_train_config(path: str | os.PathLike[str]) -> TrainConfig:

@@ -36,11 +36,13 @@ from rerank.models.checkpoint import (
 from rerank.models.config import CONFIG, ModelConfig, SubwordConfig
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
+from rerank.models.subwords import SubwordVocabulary
 from rerank.training.config import DataConfig, TrainConfig
 from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
 from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data
 from rerank.training.prepared import EpochPlan, PreparedCorpus
+from rerank.training.subword_sampling import SubwordSampler
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +141,12 @@ class Trainer:
                               "model.subwords joint: true")
         logger.info("vocabularies: %d source, %d target (with 4 special tokens)", len(self.src_vocab),
                     len(self.trg_vocab))
+        t = self.config.training
+        self.sampler: SubwordSampler | None = None
+        if t.subword_dropout:  # the config has model.subwords, and the data were checked to be prepared with them
+            assert isinstance(self.src_vocab, SubwordVocabulary) and isinstance(self.trg_vocab, SubwordVocabulary)
+            self.sampler = SubwordSampler(self.src_vocab, self.trg_vocab, t.subword_dropout,
+                                          manifest["settings"]["max_length"], t.seed)
         valid = read_parallel(data.valid.source, data.valid.target)
         if self.config.model.reverse_target:
             valid = valid.reverse_targets()
@@ -268,11 +276,16 @@ class Trainer:
         total = per_epoch * t.max_epochs
         return min(t.max_updates, total) if t.max_updates is not None else total
 
-    def _batch(self, indices: np.ndarray) -> tuple[Batch, int]:
+    def _batch(self, indices: np.ndarray, position: tuple[int, int] = (0, 0)) -> tuple[Batch, int]:
         """This process's pairs of a global batch (all of it in one process: each reads only its own pairs), and
-        the weight of their loss."""
+        the weight of their loss; with ``training.subword_dropout``, segmented anew as seeded by the batch's
+        ``position`` (epoch, batch) and this process's rank."""
         part, weight = self.world.share(indices)
-        return self.corpus.batch(part, self.config.model.reverse_target), weight
+        reverse = self.config.model.reverse_target
+        batch = self.corpus.batch(part, reverse)
+        if self.sampler is not None:
+            batch = self.sampler(batch, (*position, self.world.rank), reverse)
+        return batch, weight
 
     def _update(self, indices: np.ndarray, prepared: tuple[Batch, int] | None = None) -> tuple[float, int]:
         """One optimiser step on a batch (``prepared``: its part made ahead); returns its summed loss (the negative
@@ -355,8 +368,8 @@ class BatchLoader:
     memory for a GPU, whose copy can then overlap). The batches are those :meth:`Trainer.epoch_plan` gives, in
     order; asked for another one (a restart), the loader makes it then."""
 
-    def __init__(self, plans: Callable[[int], EpochPlan], make: Callable[[np.ndarray], tuple[Batch, int]],
-                 device: torch.device):
+    def __init__(self, plans: Callable[[int], EpochPlan],
+                 make: Callable[[np.ndarray, tuple[int, int]], tuple[Batch, int]], device: torch.device):
         self.plans, self.make, self.pin = plans, make, device.type == "cuda"
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="batches")
         self.plan: EpochPlan | None = None
@@ -379,7 +392,7 @@ class BatchLoader:
         if self.plan is None or self.plan.epoch != epoch:
             self.plan = self.plans(epoch)  # the thread's own plan: a plan is not shared between threads
         indices = self.plan[batch]
-        made, weight = self.make(indices)
+        made, weight = self.make(indices, (epoch, batch))
         if self.pin:
             made = Batch(made.src.pin_memory(), made.src_len, made.trg.pin_memory(), made.trg_len)
         return indices, (made, weight)

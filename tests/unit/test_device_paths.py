@@ -44,7 +44,7 @@ def test_the_loader_makes_the_plans_batches_ahead(tmp_path: Path, test_data: Pat
     def plans(epoch: int) -> EpochPlan:
         return EpochPlan(corpus, 3, 2, 6, seed=4, epoch=epoch)
 
-    loader = BatchLoader(plans, lambda indices: (corpus.batch(indices), 1), torch.device("cpu"))
+    loader = BatchLoader(plans, lambda indices, _: (corpus.batch(indices), 1), torch.device("cpu"))
     try:
         for epoch, batch in [(0, 0), (0, 1), (0, 2), (0, 5), (0, 6), (1, 0), (1, 1)]:  # (0, 5): a restart
             indices, (made, weight) = loader.get(epoch, batch, len(plans(epoch)))
