@@ -65,13 +65,15 @@ def float16_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
     """``weights`` with every floating-point tensor cast to float16, tensors that share memory (tied embeddings)
     cast once, so that ``torch.save`` stores them once."""
     cast: dict[tuple[object, ...], torch.Tensor] = {}
-    half = {}
+    half: dict[str, torch.Tensor] = {}
     for name, tensor in weights.items():
         if not tensor.is_floating_point():
             half[name] = tensor
             continue
         key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride())
-        half[name] = cast[key] if key in cast else cast.setdefault(key, tensor.to(torch.float16))
+        if key not in cast:
+            cast[key] = tensor.to(torch.float16)
+        half[name] = cast[key]
     return half
 
 

@@ -3,7 +3,7 @@ source and target are segmented anew by sampling, BPE-dropout (Provilkov et al. 
 subword sampling (Kudo 2018) for a unigram model. The prepared pieces of a batch side are decoded back to their
 text and sample-encoded in one sentencepiece call. Validation, scoring and decoding keep the fixed pieces.
 
-A sampled segmentation is longer than the fixed one; a side whose sample has more pieces than the data's
+A sampled segmentation is often longer than the fixed one; a side whose sample has more pieces than the data's
 ``max_length`` (which counts pieces in a subword model) keeps its fixed pieces, which were prepared within it.
 
 Seeding: each batch side is sampled from a seed of (training seed, epoch, batch, process rank, side), so a

@@ -276,7 +276,7 @@ class Trainer:
         total = per_epoch * t.max_epochs
         return min(t.max_updates, total) if t.max_updates is not None else total
 
-    def _batch(self, indices: np.ndarray, position: tuple[int, int] = (0, 0)) -> tuple[Batch, int]:
+    def _batch(self, indices: np.ndarray, position: tuple[int, int]) -> tuple[Batch, int]:
         """This process's pairs of a global batch (all of it in one process: each reads only its own pairs), and
         the weight of their loss; with ``training.subword_dropout``, segmented anew as seeded by the batch's
         ``position`` (epoch, batch) and this process's rank."""
@@ -287,12 +287,12 @@ class Trainer:
             batch = self.sampler(batch, (*position, self.world.rank), reverse)
         return batch, weight
 
-    def _update(self, indices: np.ndarray, prepared: tuple[Batch, int] | None = None) -> tuple[float, int]:
-        """One optimiser step on a batch (``prepared``: its part made ahead); returns its summed loss (the negative
-        log-likelihood, or with label smoothing the smoothed loss) and target tokens. Under warm-up, the learning
-        rate of this update is ``progress.learning_rate`` (the rate decayed on plateaus) × min(1, update /
-        warmup_updates)."""
-        batch, weight = prepared if prepared is not None else self._batch(indices)
+    def _update(self, indices: np.ndarray, prepared: tuple[Batch, int]) -> tuple[float, int]:
+        """One optimiser step on a batch (``prepared``: this process's part, made ahead by the loader); returns
+        its summed loss (the negative log-likelihood, or with label smoothing the smoothed loss) and target
+        tokens. Under warm-up, the learning rate of this update is ``progress.learning_rate`` (the rate decayed
+        on plateaus) × min(1, update / warmup_updates)."""
+        batch, weight = prepared
         batch = batch.to(self.device)
         t = self.config.training
         with torch.autocast(self.device.type, torch.bfloat16, enabled=t.precision == "bf16"):
