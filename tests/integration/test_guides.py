@@ -149,10 +149,12 @@ def copy_of_the_repository(into: Path) -> Path:
     files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     copy = into / "repo"
     for name in filter(None, files.decode().split("\0")):
-        source = REPO / name
-        if source.is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / name, follow_symlinks=False)
+        source, target = REPO / name, copy / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():  # rerank/features -> ../features
+            target.symlink_to(os.readlink(source))
+        elif source.is_file():
+            shutil.copy2(source, target)
     if SHARED.is_dir():
         (into / "shared").symlink_to(SHARED)
     return copy
