@@ -30,8 +30,8 @@ class ContinuousSpaceLM:
     class Config:
         model: str  # a CSLM directory written by rerank train
         lm: str  # the back-off model: an ARPA file
-        name: str = "CSLM0"
-        device: str = "cpu"
+        name: str = "CSLM0"  # the feature's label in the n-best list
+        device: str = "cpu"  # where the model runs: cpu, cuda or cuda:N
 
     needs_source = False
     dims = 1

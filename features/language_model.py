@@ -33,9 +33,9 @@ class LanguageModel:
 
     @dataclass(frozen=True)
     class Config:
-        path: str
-        name: str = "LM1"
-        oov: bool = False
+        path: str  # the language model: ARPA (plain or gzipped) or KenLM binary
+        name: str = "LM1"  # the feature's label in the n-best list
+        oov: bool = False  # a second value: the count of words the model does not know
 
     needs_source = False
 

@@ -35,12 +35,12 @@ class NeuralTranslationModel:
     @dataclass(frozen=True)
     class Config:
         model: str | tuple[str, ...]  # model directory written by ``rerank train``, or several (an ensemble)
-        name: str | None = None
+        name: str | None = None  # the label; none: RNN0, RNNsearch0, R2L0 or Chan0, from the model
         channel: bool = False  # ln p(source | hypothesis) under a target-to-source model
         per_word: bool = False  # also ln p per predicted token
         max_tokens: int | None = None  # padded target tokens per batch
         window: int | None = None  # hypotheses sorted and scored together
-        device: str = "cpu"
+        device: str = "cpu"  # where the model runs: cpu, cuda or cuda:N
         precision: str = "fp32"  # or int8, on the CPU: the models' matrix multiplies with int8 weights
 
         @property

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from rerank.config import from_dict
-from rerank.errors import ConfigError
+from rerank.errors import ConfigError, did_you_mean
 from rerank.features.cslm import ContinuousSpaceLM
 from rerank.features.language_model import LanguageModel
 from rerank.features.mbr import ConsensusScore
@@ -67,7 +67,8 @@ def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:
         raise ConfigError(f"{source}: a feature needs a 'kind' (one of {', '.join(FEATURES)}), got {spec!r}")
     kind = spec["kind"]
     if kind not in FEATURES:
-        raise ConfigError(f"{source}: unknown feature kind {kind!r}; known kinds: {', '.join(FEATURES)}")
+        raise ConfigError(f"{source}: unknown feature kind {kind!r}{did_you_mean(str(kind), FEATURES)}; "
+                          f"known kinds: {', '.join(FEATURES)}")
     cls = FEATURES[kind]
     config = from_dict(cls.Config, {k: v for k, v in spec.items() if k != "kind"}, source, prefix=kind)
     for key in FILE_KEYS:  # a file the feature reads is checked here, where the config and the key are known

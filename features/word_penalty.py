@@ -18,7 +18,7 @@ class WordPenalty:
 
     @dataclass(frozen=True)
     class Config:
-        name: str = "WP1"
+        name: str = "WP1"  # the feature's label in the n-best list
 
     needs_source = False
 
@@ -43,10 +43,10 @@ class UnknownWordCount:
 
     @dataclass(frozen=True)
     class Config:
-        name: str = "UNK1"
-        vocab: str | None = None
-        corpus: str | None = None
-        shortlist: int = 15000
+        name: str = "UNK1"  # the feature's label in the n-best list
+        vocab: str | None = None  # the shortlist: a word list (first column), e.g. a model's vocab.trg.txt
+        corpus: str | None = None  # or text whose most frequent words are the shortlist
+        shortlist: int = 15000  # words of corpus in the shortlist
 
         def __post_init__(self) -> None:
             if (self.vocab is None) == (self.corpus is None):

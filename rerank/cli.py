@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from rerank import __version__
 from rerank.commands import (
@@ -39,7 +40,7 @@ from rerank.commands import (
     translate,
     tune,
 )
-from rerank.errors import RerankError, plain
+from rerank.errors import RerankError, did_you_mean, plain
 from rerank.formats.files import DISK_ERRORS, check_outputs
 
 COMMANDS: dict[str, ModuleType] = {
@@ -64,8 +65,18 @@ EXIT_USER_ERROR = 2
 OUR_LOGGERS = ("rerank",)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, with the closest name for a mistyped command or choice ("did you mean")."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            suggestion = did_you_mean(str(value), map(str, action.choices))
+            choices = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{suggestion} (choose from {choices})")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rerank", description="Neural and n-gram features for Moses: score, rescore, tune, translate.")
     parser.add_argument("--version", action="version", version=f"rerank {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors on stderr")
@@ -79,8 +90,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line's arguments; an unknown option is an error (exit 2) that names the closest known one."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        command: argparse.ArgumentParser = subparsers.choices[args.command]
+        options = [o for o in unknown if o.startswith("-")]
+        hint = did_you_mean(options[0].split("=")[0], command._option_string_actions) if options else ""
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     # Our progress and notes at INFO; other libraries' (matplotlib's font cache...) only from WARNING.

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from rerank.errors import ConfigError, FormatError
+from rerank.errors import ConfigError, FormatError, did_you_mean
 
 T = TypeVar("T")
 
@@ -190,7 +190,9 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
     fields = {f.name: f for f in dataclasses.fields(cast(Any, cls)) if f.init}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(f"{source}: unknown key {_dotted(prefix, unknown[0])!r}; "
+        key = str(unknown[0])
+        suggestion = did_you_mean(key, fields, f"{prefix}." if prefix else "")
+        raise ConfigError(f"{source}: unknown key {_dotted(prefix, key)!r}{suggestion}; "
                           f"known keys here: {', '.join(sorted(fields))}")
     values = {}
     for name, f in fields.items():
@@ -315,7 +317,9 @@ def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
                           f"{source}: {path!r}: expected {_describe(hint)}, got {value!r}")
     if origin is typing.Literal:
         if value not in args:
-            raise ConfigError(f"{source}: {path!r}: expected one of {', '.join(map(repr, args))}, got {value!r}")
+            suggestion = did_you_mean(value, map(str, args)) if isinstance(value, str) else ""
+            raise ConfigError(f"{source}: {path!r}: expected one of {', '.join(map(repr, args))}, got {value!r}"
+                              f"{suggestion}")
         return value
     if origin in (tuple, list):
         if not isinstance(value, (list, tuple)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import re
@@ -47,6 +48,13 @@ class NonFiniteScore(RerankError):
 
     def in_file(self, name: str) -> NonFiniteScore:
         return NonFiniteScore(f"{name}: {self.where}", self.label, self.value)
+
+
+def did_you_mean(word: str, known: Iterable[str], prefix: str = "") -> str:
+    """`` (did you mean 'x'?)`` with the known name closest to a mistyped ``word`` (after ``prefix``, as in
+    ``training.x``), or ``""`` if none is close."""
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {prefix + close[0]!r}?)" if close else ""
 
 
 def quoted(text: str) -> str:

@@ -6,7 +6,10 @@
   comment beside a field in its source is its description);
 * ``design.md``'s code map: every package and module with the first line of its docstring, and the
   packages each one imports (read from the import statements);
-* ``changelog.md``: the repository's ``CHANGELOG.md``.
+* ``changelog.md``: the repository's ``CHANGELOG.md``;
+
+and puts the version (``rerank.__version__``) and the repository (the clone's ``origin`` remote, where it
+has one) in the site's header.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import ast
 import importlib
 import inspect
 import re
+import subprocess
 import typing
 from pathlib import Path
 from typing import Any
@@ -35,6 +39,33 @@ CONFIGS = [
     ("Tuning config", "`rerank tune --config`", "rerank.tune.config:TuneConfig"),
     ("Experiment config", "`rerank experiment CONFIG`", "rerank.study.config:ExperimentConfig"),
 ]
+
+
+def on_config(config: Any) -> Any:
+    from rerank import __version__
+
+    config["site_name"] = f"rerank {__version__}"
+    url = repository_url()
+    if url and not config.get("repo_url"):
+        config["repo_url"] = url
+        config["repo_name"] = "/".join(url.split("/")[-2:])  # owner/name
+    return config
+
+
+def repository_url() -> str | None:
+    """The web address of the clone's ``origin`` (``git@host:owner/name.git`` as ``https://host/owner/name``)."""
+    from rerank.processes import process_group
+
+    try:
+        with process_group(["git", "-C", str(ROOT), "remote", "get-url", "origin"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL) as git:
+            out, _ = git.communicate()
+    except OSError:  # no git
+        return None
+    if git.returncode != 0:
+        return None
+    url = re.sub(r"^git@([^:]+):", r"https://\1/", out.decode().strip()).removesuffix(".git")
+    return url if url.startswith("https://") else None
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -173,16 +204,22 @@ def _type_name(hint: Any) -> str:
 
 
 def _field_comments(cls: type[Any]) -> dict[str, str]:
-    """The comment beside each field in the class's source (``name: type = default  # what it is``)."""
+    """The comment beside each field in the class's source (``name: type = default  # what it is``), or, for a
+    field without one, the comment lines right above it."""
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
         return {}
-    notes = {}
+    notes: dict[str, str] = {}
+    above: list[str] = []
     for line in source.splitlines():
-        match = re.match(r"\s+(\w+)\s*:[^#]*#\s*(.+)$", line)
-        if match:
-            notes.setdefault(match.group(1), match.group(2).strip())
+        if line.strip().startswith("#"):
+            above.append(line.strip().lstrip("#").strip())
+            continue
+        match = re.match(r"\s+(\w+)\s*:([^#]*)(?:#\s*(.+))?$", line)
+        if match and (match.group(3) or above):
+            notes.setdefault(match.group(1), (match.group(3) or " ".join(above)).strip())
+        above = []
     return notes
 
 

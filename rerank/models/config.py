@@ -29,9 +29,9 @@ class AttentionConfig:
     window by a Gaussian of σ = D/2 around its predicted p_t.
     """
 
-    score: AttentionScore = "additive"
-    window: AttentionWindow = "global"
-    width: int = 10
+    score: AttentionScore = "additive"  # additive (Bahdanau et al.), dot, general or location (Luong et al.)
+    window: AttentionWindow = "global"  # global: every source word; local-m, local-p: a window of ±width words
+    width: int = 10  # D of a local window [p_t − D, p_t + D], in source words
     hidden_size: int = 1000  # of the additive score's tanh layer, and of local-p's position predictor
     max_source_length: int = 100  # the location score has one output per source position
 
@@ -44,8 +44,8 @@ class SubwordConfig:
     """Subword units inside the model (a sentencepiece model per language, trained on the training text when it
     is prepared): the model still reads and writes Moses tokens, each scored as the sum over its pieces."""
 
-    kind: Literal["sentencepiece"] = "sentencepiece"
-    type: Literal["bpe", "unigram"] = "bpe"
+    kind: Literal["sentencepiece"] = "sentencepiece"  # the library that learns and applies the pieces
+    type: Literal["bpe", "unigram"] = "bpe"  # sentencepiece's model: BPE merges or a unigram language model
     vocab_size: int = 8000  # pieces per language, with 4 special tokens and 256 bytes (every text encodes)
     sample_sentences: int = 2_000_000  # sentences the pieces are learnt from (a seeded sample of longer text)
     joint: bool = False  # one model learnt from both languages' text, the same pieces and ids on both sides
@@ -70,18 +70,18 @@ class ModelConfig:
     left-to-right text everywhere. ``</s>`` still ends the (reversed) sentence.
     """
 
-    architecture: Literal["encdec", "rnnsearch"] = "rnnsearch"
-    embedding_size: int = 620
+    architecture: Literal["encdec", "rnnsearch"] = "rnnsearch"  # encdec (Cho et al.) or rnnsearch (attention)
+    embedding_size: int = 620  # word embeddings, source and target
     embedding_rank: int | None = None  # low-rank embeddings, V x rank then rank x embedding_size (Cho: 100)
     hidden_size: int = 1000  # decoder GRU, and encoder GRU (per direction) unless encoder_hidden_size is set
-    encoder_hidden_size: int | None = None
+    encoder_hidden_size: int | None = None  # encoder GRU, per direction; none: hidden_size
     maxout_size: int = 500  # maxout units of the deep output layer, after pooling
-    maxout_pool: int = 2
-    decoder: Literal["bahdanau", "luong"] = "bahdanau"
+    maxout_pool: int = 2  # units pooled into each maxout unit
+    decoder: Literal["bahdanau", "luong"] = "bahdanau"  # attention before the GRU step (bahdanau) or after (luong)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
-    input_feeding: bool = False
-    dropout: float = 0.0
-    reverse_target: bool = False
+    input_feeding: bool = False  # h̃ of a step fed into the next (rnnsearch with decoder: luong)
+    dropout: float = 0.0  # dropout probability in training, on the embeddings and the output layer's input
+    reverse_target: bool = False  # a right-to-left model: targets read and written reversed (R2L0)
     subwords: SubwordConfig | None = None  # none: words, with the data's frequency shortlists
     # The options of Sennrich & Zhang's (2019) recipe for small data; their defaults are 2014's models.
     embedding_dropout: float | None = None  # on the embeddings (none: ``dropout``)

@@ -45,9 +45,9 @@ LN_10 = math.log(10.0)
 
 @dataclass(frozen=True)
 class CSLMConfig:
-    architecture: Literal["cslm"] = "cslm"
+    architecture: Literal["cslm"] = "cslm"  # a feed-forward n-gram language model (Schwenk's CSLM)
     order: int = 7  # n: the network reads n − 1 words
-    embedding_size: int = 128
+    embedding_size: int = 128  # of each context word
     hidden_sizes: tuple[int, ...] = (1024, 256)  # rectified layers
     dropout: float = 0.0  # after each rectified layer, in training
 

@@ -34,8 +34,8 @@ class RescoreConfig:
     are relative to the directory the command runs in.
     """
 
-    features: tuple[dict[str, Any], ...] = ()
-    batch_sentences: int = 64
+    features: tuple[dict[str, Any], ...] = ()  # in order: each a mapping of kind and that kind's keys (below)
+    batch_sentences: int = 64  # sentences whose hypotheses each feature scores in one call
 
     def __post_init__(self) -> None:
         if self.batch_sentences < 1:

@@ -12,7 +12,7 @@ lines (field count, numbers, encoding) as the single-process reader does, with t
 numbers; a bad line stops the run and leaves no output.
 
 The table must be at the same path on every node (a shared file system), since the read task runs
-in the cluster. Ray is an optional dependency (``pip install 'rerank[ray]'``), imported here only.
+in the cluster. Ray is an optional dependency (``pip install 'rerank-moses[ray]'``), imported here only.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from rerank.search.table import ScoreAppender
 
 logger = logging.getLogger(__name__)
 
-INSTALL = "pip install 'rerank[ray]'"
+INSTALL = "pip install 'rerank-moses[ray]'"
 SEPARATOR_BYTES = SEPARATOR.encode()
 LOCAL = "local"  # --ray local: start a Ray instance on this machine for the run
 

@@ -18,8 +18,8 @@ from rerank.tune.config import Optimizer
 class Split:
     """One evaluation set: source, reference and the Moses n-best list of its source."""
 
-    source: str
-    reference: str
+    source: str  # the source text, tokenized
+    reference: str  # its reference translation, tokenized as the n-best lists
     nbest: str | None = None  # Moses' n-best list of the source; none: Moses decodes it (moses.nbest_size)
 
 
@@ -67,16 +67,16 @@ class DecoderTuning:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    output_dir: str
+    output_dir: str  # where every output goes (rerank experiment --output-dir overrides it)
     encdec: str  # a training config (rerank train --config), or a trained model directory to use as it is
-    rnnsearch: str
+    rnnsearch: str  # the same for RNNsearch
     moses: MosesSystem
     dev: Split
     test: Split
-    optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")
-    seeds: tuple[int, ...] = (1, 2, 3)
+    optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")  # the tuners that tune every row
+    seeds: tuple[int, ...] = (1, 2, 3)  # one tuning run per row, optimizer and seed
     restarts: int = 20  # MERT's random restarts
-    beam: int = 10
+    beam: int = 10  # RNNsearch's beam when it decodes dev and test
     nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
     length_penalty: Literal["none", "average", "wu"] = "wu"  # see rerank.search.beam.LengthPenalty
     unk_replace: bool = True  # RNNsearch's <unk>: the attended source word's translation in the phrase table

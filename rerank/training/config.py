@@ -12,8 +12,8 @@ from rerank.models.config import ModelConfig
 
 @dataclass(frozen=True)
 class TextPair:
-    source: str
-    target: str
+    source: str  # source-language text, one tokenized sentence per line
+    target: str  # target-language text, line by line the translation of source
 
 
 @dataclass(frozen=True)
@@ -24,10 +24,10 @@ class DataConfig:
 
     valid: TextPair
     train: TextPair | None = None
-    phrase_table: str | None = None
+    phrase_table: str | None = None  # a Moses phrase table: train on its distinct phrase pairs (Cho et al.)
     prepared: str | None = None  # a directory written by `rerank prepare`
     src_vocab_size: int = 15000  # frequency shortlists (Cho et al.; Bahdanau et al. use 30,000)
-    trg_vocab_size: int = 15000
+    trg_vocab_size: int = 15000  # target shortlist; other words are <unk>
     max_length: int = 50  # longer training pairs are skipped (RNNsearch-50); scoring takes any length
 
     def __post_init__(self) -> None:
@@ -38,25 +38,25 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    optimizer: Literal["adadelta", "adam"] = "adadelta"
+    optimizer: Literal["adadelta", "adam"] = "adadelta"  # adadelta (as the papers) or adam
     learning_rate: float = 1.0  # Adadelta's scale (1.0, as the papers); for Adam, 1e-3 say
-    adadelta_rho: float = 0.95
-    adadelta_eps: float = 1e-6
+    adadelta_rho: float = 0.95  # Adadelta's decay of its running averages
+    adadelta_eps: float = 1e-6  # Adadelta's ε
     batch_size: int = 80  # sentence pairs per update (under torchrun: over all processes together)
     bucket_window: int = 20  # sort by length within this many batches
     pool_pairs: int = 250_000  # pairs shuffled together (blocks of batch_size x bucket_window pairs drawn at random)
     clip_norm: float = 1.0  # gradient norm clipping (Bahdanau et al.: 1)
-    max_epochs: int = 10
-    max_updates: int | None = None
+    max_epochs: int = 10  # passes over the training data, at most
+    max_updates: int | None = None  # updates, at most; none: no limit
     max_minutes: float | None = None  # wall-clock budget
     valid_every: int = 1000  # updates between validations (and checkpoints)
-    log_every: int = 100
+    log_every: int = 100  # updates between progress lines
     patience: int = 10  # validations without improvement before stopping
     lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
     warmup_updates: int = 0  # the learning rate rises linearly over this many first updates
     label_smoothing: float = 0.0  # ε: the loss is (1 − ε) NLL + ε · mean over the vocabulary of −ln p
     keep_checkpoints: int = 0  # weights kept at the last N validations and the best N, for `rerank average`
-    seed: int = 1234
+    seed: int = 1234  # of the initial weights and the batches' order (another seed: another model)
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: the forward pass under torch.autocast (for a GPU)
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
     # subword regularisation (needs model.subwords): each time a pair is put in a batch, both sides are segmented
@@ -79,7 +79,7 @@ class TrainConfig:
     model: ModelConfig
     data: DataConfig
     training: TrainingConfig = field(default_factory=TrainingConfig)
-    output_dir: str = "runs/model"
+    output_dir: str = "runs/model"  # the model directory (rerank train --output-dir overrides it)
 
     def __post_init__(self) -> None:
         if self.training.subword_dropout and self.model.subwords is None:

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class CSLMData:
     train: str  # target-language text, one tokenised sentence per line
-    valid: str
+    valid: str  # target-language text whose perplexity chooses the best weights
     min_count: int = 2  # the shortlist: words seen at least this often in train
     max_words: int | None = None  # and at most this many of them (the most frequent)
 
@@ -46,20 +46,20 @@ class CSLMData:
 
 @dataclass(frozen=True)
 class CSLMTraining:
-    optimizer: Literal["adam", "sgd"] = "adam"
-    learning_rate: float = 0.001
+    optimizer: Literal["adam", "sgd"] = "adam"  # adam or sgd
+    learning_rate: float = 0.001  # the optimizer's step size
     momentum: float = 0.0  # SGD only
     batch_size: int = 256  # n-grams per update
-    clip_norm: float = 5.0
-    max_epochs: int = 10
-    max_updates: int | None = None
-    max_minutes: float | None = None
+    clip_norm: float = 5.0  # gradient norm clipping
+    max_epochs: int = 10  # passes over the training text, at most
+    max_updates: int | None = None  # updates, at most; none: no limit
+    max_minutes: float | None = None  # wall-clock budget
     valid_every: int = 1000  # updates between validations (and checkpoints)
-    log_every: int = 100
+    log_every: int = 100  # updates between progress lines
     patience: int = 4  # validations without improvement before stopping
     lr_decay: float = 0.5  # multiply the learning rate by this after a validation without improvement
-    seed: int = 1234
-    threads: int | None = None
+    seed: int = 1234  # of the initial weights and the batches' order
+    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
 
     def __post_init__(self) -> None:
         at_least(self, 1, "batch_size", "max_epochs", "max_updates", "valid_every", "log_every", "patience",
@@ -75,7 +75,7 @@ class CSLMTrainConfig:
     model: CSLMConfig
     data: CSLMData
     training: CSLMTraining = field(default_factory=CSLMTraining)
-    output_dir: str = "runs/cslm"
+    output_dir: str = "runs/cslm"  # the model directory (rerank train --output-dir overrides it)
 
 
 def read_sentences(path: str) -> list[list[str]]:

@@ -96,8 +96,8 @@ class LoopConfig:
 
 @dataclass(frozen=True)
 class TuneConfig:
-    optimizer: Optimizer = "mert"
-    seed: int = 1
+    optimizer: Optimizer = "mert"  # mert, pro or mira
+    seed: int = 1  # of the random restarts, samples and orders: another seed, another run
     bleu: BleuConfig = field(default_factory=BleuConfig)
     mert: MertConfig = field(default_factory=MertConfig)
     pro: ProConfig = field(default_factory=ProConfig)

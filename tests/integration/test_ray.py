@@ -25,8 +25,8 @@ WORKERS = 2
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
     """A Ray instance on this machine with room for two workers of one CPU; score-table uses it."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rerank[ray]' (CI installs it)")
-    pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'rerank[ray]'")
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rerank-moses[ray]' (CI installs it)")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'rerank-moses[ray]'")
     ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
@@ -111,5 +111,5 @@ def test_without_ray_the_error_says_how_to_install_it(table: Path, model_dir: Pa
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is not installed
     code, err = score([table, "-o", tmp_path / "out.gz", "--model", model_dir, "--ray"], capsys)
-    assert code == 2 and "pip install 'rerank[ray]'" in err
+    assert code == 2 and "pip install 'rerank-moses[ray]'" in err
     assert not (tmp_path / "out.gz").exists()

@@ -39,8 +39,12 @@ def test_defaults_and_nesting() -> None:
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"name": "m", "atention": {}}, r"c.yaml: unknown key 'atention'; known keys here: attention, dropout"),
+    ({"name": "m", "atention": {}},
+     r"c.yaml: unknown key 'atention' \(did you mean 'attention'\?\); known keys here: attention, dropout"),
+    ({"name": "m", "attention": {"szie": 8}}, r"unknown key 'attention.szie' \(did you mean 'attention.size'\?\)"),
+    ({"name": "m", "colour": 1}, r"unknown key 'colour'; known keys here"),  # nothing close: no guess
     ({"name": "m", "attention": {"kind": "luong"}}, r"'attention.kind': expected one of 'additive', 'dot'"),
+    ({"name": "m", "attention": {"kind": "dott"}}, r"got 'dott' \(did you mean 'dot'\?\)"),
     ({"name": "m", "attention": {"size": "8"}}, r"'attention.size': expected an integer, got '8'"),
     ({"name": "m", "attention": {"size": True}}, r"'attention.size': expected an integer"),
     ({"name": "m", "dropout": "high"}, r"'dropout': expected a number"),
