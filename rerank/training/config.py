@@ -128,7 +128,8 @@ class CSLMTraining:
 
 @dataclass(frozen=True)
 class CSLMTrainConfig:
-    """A CSLM (a feed-forward n-gram language model, :mod:`rerank.models.cslm`), trained on target-language text."""
+    """A CSLM (a feed-forward n-gram language model, :mod:`rerank.models.cslm`), trained on target-language text
+    (``data``) in the loop of every model (:class:`~rerank.training.trainer.TrainingLoop`)."""
 
     model: CSLMConfig
     data: CSLMData
