@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +51,7 @@ import yaml
 from rerank.config import load_yaml
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, make_output_dir, read_lines
-from rerank.formats.moses_ini import format_weight
+from rerank.formats.moses_ini import Weights, format_weight
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, save_weights, weight_vector
 from rerank.processes import run as run_command
@@ -68,7 +68,6 @@ logger = logging.getLogger(__name__)
 LOOP_FILE = "loop.yaml"  # in the work directory: which loop it holds
 PLACEHOLDERS = ("weights_overwrite", "weights_file", "nbest", "nbest_size", "source")
 DECODER_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # a feature label a decoder's command line may carry
-Weights = Mapping[str, Sequence[float]]
 
 
 def weights_overwrite(weights: Weights) -> str:
