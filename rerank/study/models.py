@@ -10,7 +10,7 @@ from typing import Any
 from rerank.config import from_dict, load_yaml, with_overrides
 from rerank.study.config import ExperimentConfig
 from rerank.study.rows import EXTRA_FEATURES
-from rerank.study.runner import Steps
+from rerank.study.runner import StepRunner
 from rerank.study.steps import train_model
 
 logger = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ def device_flag(config: ExperimentConfig) -> list[str]:
     return [] if config.device == "cpu" else ["--device", config.device]
 
 
-def train_models(config: ExperimentConfig, steps: Steps) -> dict[str, Path]:
+def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]:
     """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm).
     Every training config is read and checked before the first model trains."""
     from rerank.training.config import load_train_config
