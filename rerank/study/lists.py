@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from rerank.config import load_config
+from rerank.features.registry import build_features
+from rerank.formats.dictionaries import phrase_table_dictionary
+from rerank.formats.files import display_name, read_lines
+from rerank.formats.nbest import read_nbest
+from rerank.models.config import default_label
+from rerank.rescore.append import RescoreConfig, score_nbest
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
 from rerank.study.runner import StepRunner, write_file
@@ -66,12 +73,6 @@ class Scoring:
                           self._score, nbest, source, config, output, timing=timing, quiet=quiet)
 
     def _score(self, nbest: str | Path, source: str, config: Path, output: Path) -> None:
-        from rerank.config import load_config
-        from rerank.features.registry import build_features
-        from rerank.formats.files import display_name
-        from rerank.formats.nbest import read_nbest
-        from rerank.rescore.append import RescoreConfig, score_nbest
-
         if config not in self._features:
             self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
         score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
@@ -81,10 +82,7 @@ class Scoring:
 def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Split, models: dict[str, Path]) -> None:
     """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
     n-best list, as ``rerank translate`` makes them."""
-    from rerank.formats.dictionaries import phrase_table_dictionary
-    from rerank.formats.files import read_lines
     from rerank.models.checkpoint import load_model
-    from rerank.models.config import default_label
     from rerank.models.ensemble import ensemble
     from rerank.search.beam import LengthPenalty, SearchConfig
     from rerank.search.translate import TranslationOutputs, translate_file

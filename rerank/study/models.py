@@ -12,6 +12,7 @@ from rerank.study.config import ExperimentConfig
 from rerank.study.rows import EXTRA_FEATURES
 from rerank.study.runner import StepRunner
 from rerank.study.steps import train_model
+from rerank.training.config import load_train_config
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +25,6 @@ def device_flag(config: ExperimentConfig) -> list[str]:
 def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]:
     """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm).
     Every training config is read and checked before the first model trains."""
-    from rerank.training.config import load_train_config
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
     c = config

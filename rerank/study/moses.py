@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 from pathlib import Path
 
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
@@ -45,8 +46,6 @@ def decoding_ini(config: ExperimentConfig, steps: StepRunner) -> Path:
         write_file(sources, text)
     filtered = steps.out / "filtered"
     if not steps.done([filtered / "moses.ini"]) and filtered.exists():
-        import shutil
-
         shutil.rmtree(filtered)  # a filtering that stopped half-way: the script refuses an existing directory
     steps.program([Path(config.moses.filter_script).resolve(), filtered.resolve(), ini.resolve(), sources.resolve()],
                   [filtered / "moses.ini"], log=steps.out / "filter.log", timing="filter the model",

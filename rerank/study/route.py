@@ -17,6 +17,7 @@ from rerank.study.report import RouteResults, Run, bleu
 from rerank.study.row_tuning import apply
 from rerank.study.runner import StepRunner
 from rerank.study.steps import tune_on_nbest, tune_with_decoder, tuning_work_dir
+from rerank.tune.config import TuneConfig
 
 
 def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
@@ -30,8 +31,6 @@ def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
 def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: dict[str, Path], score: Scoring,
               features: Path) -> RouteResults:
     """Every tuning run of ``decoder_tuning`` from ``ini`` (Moses' moses.ini, filtered), and BLEU of its outputs."""
-    from rerank.tune.config import TuneConfig
-
     c, route = config, config.decoder_tuning
     assert route is not None
     out = steps.out / "decoder-tuning"
@@ -87,8 +86,6 @@ def rescore_run(config: ExperimentConfig, steps: StepRunner, score: Scoring, fea
                 weights: Path, route: DecoderTuning) -> Run:
     """A run's own n-best lists of dev and test with every feature, all weights tuned on dev from the run's
     (MERT, the run's seed) and applied to both."""
-    from rerank.tune.config import TuneConfig
-
     c = config
     lists = {}
     for split in SPLITS:

@@ -10,12 +10,14 @@ from pathlib import Path
 
 from rerank.config import with_overrides
 from rerank.errors import RerankError
+from rerank.formats.nbest import read_nbest
 from rerank.study.config import ExperimentConfig
 from rerank.study.lists import SPLITS
 from rerank.study.report import Score, bleu
 from rerank.study.rows import Row
 from rerank.study.runner import StepRunner, write_file
 from rerank.study.steps import oracle_file, rerank_once, tune_on_nbest
+from rerank.tune.config import TuneConfig
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +40,6 @@ def apply(config: ExperimentConfig, steps: StepRunner, directory: Path, tag: str
 def tune_rows(config: ExperimentConfig, steps: StepRunner, rows: tuple[Row, ...], moses_labels: tuple[str, ...]
               ) -> dict[str, dict[str, Score]]:
     """BLEU of every row (and of Moses' own weights) by optimiser: dev and test, one value per seed."""
-    from rerank.tune.config import TuneConfig
-
     c = config
     tuning = steps.out / "tuning"
     results: dict[str, dict[str, Score]] = {"moses": {"moses.ini": Score()}}
@@ -75,8 +75,6 @@ def tune_rows(config: ExperimentConfig, steps: StepRunner, rows: tuple[Row, ...]
 
 def moses_labels(nbest: str | Path) -> tuple[str, ...]:
     """The features of Moses' list, in its order."""
-    from rerank.formats.nbest import read_nbest
-
     first = next(read_nbest(nbest), None)
     if first is None:
         raise RerankError(f"{nbest}: empty n-best list")
