@@ -4,7 +4,7 @@
 
 Writes results.md (the results tables with sacreBLEU's signature), results.json, BLEU by source
 length (bleu-by-length.png) and commands.sh, the command line of every step (rerank's and Moses'),
-which remakes each output, into the config's output_dir. StepRunner whose outputs exist are skipped: run
+which remakes each output, into the config's output_dir. Steps whose outputs exist are skipped: run
 it again to resume. The study configs of the results pages are in configs/experiments/ (see
 docs/guide/experiments.md).
 """
