@@ -58,7 +58,7 @@ from rerank.processes import run as run_command
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
-from rerank.tune.optimize import corpus_bleu, optimise
+from rerank.tune.optimize import corpus_bleu, optimize
 from rerank.tune.parallel import Jobs, Part, decode_in_parts, split_source
 from rerank.tune.stats import log_bleu
 from rerank.tune.templates import Template
@@ -184,7 +184,7 @@ class TuningLoop:
                 chosen = data.stats[np.arange(data.num_sentences), first].sum(axis=0)
                 decoder_bleu = 100.0 * math.exp(log_bleu(chosen))
                 rng = np.random.default_rng([self.config.seed, number])
-                tuned = optimise(data, current, self.config, rng)
+                tuned = optimize(data, current, self.config, rng)
                 change = float(np.abs(tuned - current).max())
                 record = Iteration(number, decoder_bleu, corpus_bleu(data, tuned), self.pool.size, change, tuned)
                 self._save(record, data.layout)
