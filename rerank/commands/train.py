@@ -2,7 +2,8 @@
 
 The model directory (output_dir, or --output-dir) gets config.yaml, vocab.src.txt, vocab.trg.txt,
 model.pt (the best weights by validation perplexity) and checkpoint.pt; started again, a run
-resumes exactly where it stopped. Every value is checked when the config is read.
+resumes exactly where it stopped. Stopped by Ctrl-C (SIGINT) or SIGTERM, a run first saves its checkpoint
+at the end of the update and exits with status 130 or 143. Every value is checked when the config is read.
 
 A config whose model.architecture is cslm trains a CSLM instead, a feed-forward n-gram language model of
 the target language (its keys: rerank.training.cslm, configs/cslm.yaml).
