@@ -1,4 +1,5 @@
-"""Model configuration: the two architectures and their attention options, with the papers' sizes as defaults."""
+"""Model configuration: the two translation architectures and their attention options, with the papers' sizes as
+defaults, and the CSLM's; the config class of a ``model`` section, chosen by its architecture."""
 
 from __future__ import annotations
 
@@ -200,8 +201,8 @@ def read_model_section(directory: str | os.PathLike[str], kind: type[_Config]) -
     data = load_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise RerankError(f"{path}: expected a 'model:' section")
-    found = model_config_type(data["model"])
-    if found is not kind and kind is not ModelConfig:
+    # a translation model's reading names the architectures it knows; another kind's is refused here
+    if kind is not ModelConfig and model_config_type(data["model"]) is not kind:
         raise ConfigError(f"{path}: model.architecture is {data['model'].get('architecture')!r}, not "
                           f"{' or '.join(map(repr, architectures(kind)))}")
     return from_dict(kind, data["model"], str(path), prefix="model")
