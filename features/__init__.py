@@ -14,4 +14,11 @@ Each kind is a class with a ``Config`` dataclass that implements :class:`rerank.
 :mod:`rerank.features.registry` lists them. The folder sits at the top of the repository and is
 installed as ``rerank.features``: it depends on ``rerank``, and ``rerank`` reaches it only from
 its commands, at run time.
+
+``cslm``: the CSLM's ln p of a hypothesis.
+``language_model``: an n-gram language model through KenLM, as Moses' KENLM feature.
+``mbr``: consensus features: expected BLEU or chrF against the rest of the list.
+``nmt``: a translation model's ln p(hypothesis | source), one model or an ensemble.
+``registry``: every feature kind by its YAML name.
+``word_penalty``: Moses' word penalty, and the count of words outside a shortlist.
 """

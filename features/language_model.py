@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import gzip
 import logging
-import math
 import os
 import re
 import sys
@@ -16,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from rerank.errors import FormatError, RerankError, log_once
+from rerank.formats.arpa import LN_10
+from rerank.formats.files import open_binary
 from rerank.formats.tokens import Pair
 
-LN_10 = math.log(10.0)
 BINARY_ADVICE = "Loading the LM will be faster if you build a binary file."
 logger = logging.getLogger(__name__)
 
@@ -94,9 +93,9 @@ def _kenlm_reason(error: Exception) -> tuple[str, int | None]:
 def _line_at(path: str, offset: int) -> int | None:
     """The 1-based line of a text (or gzipped text) file that holds byte ``offset``."""
     try:
-        with (gzip.open if path.endswith(".gz") else open)(path, "rb") as f:
+        with open_binary(path) as f:
             return f.read(max(offset - 1, 0)).count(b"\n") + 1
-    except (OSError, EOFError):
+    except (OSError, EOFError, RerankError):
         return None
 
 

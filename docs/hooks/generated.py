@@ -4,8 +4,9 @@
   :mod:`rerank.cli`;
 * ``reference/configs.md``: every key of every config file, from the config dataclasses (the
   comment beside a field in its source is its description);
-* ``design.md``'s code map: every package and module with the first line of its docstring, and the
-  packages each one imports (read from the import statements);
+* ``design.md``'s code map: every package with what its docstring says it holds (a line ````module``: what it
+  holds`` for each of its modules: the build fails if a module is missing or one is listed that is not there),
+  and the packages each one imports (read from the import statements);
 * ``changelog.md``: the repository's ``CHANGELOG.md``;
 
 and puts the version (``rerank.__version__``) and the repository (the clone's ``origin`` remote, where it
@@ -33,7 +34,7 @@ PACKAGE = ROOT / "rerank"
 CONFIGS = [
     ("Training config", "`rerank train --config`", "rerank.training.config:TrainConfig"),
     ("CSLM training config", "`rerank train --config` with `model.architecture: cslm`",
-     "rerank.training.cslm:CSLMTrainConfig"),
+     "rerank.training.config:CSLMTrainConfig"),
     ("Rescoring config", "`rerank score-nbest --config`; each feature is one of the kinds below",
      "rerank.rescore.append:RescoreConfig"),
     ("Tuning config", "`rerank tune --config`", "rerank.tune.config:TuneConfig"),
@@ -227,29 +228,45 @@ def _field_comments(cls: type[Any]) -> dict[str, str]:
 
 
 def code_map() -> str:
-    """Every package of rerank with its modules and what it imports, as a table per package."""
-    lines = []
+    """Every package of rerank with what it holds and what it imports, as a table."""
+    lines = ["| package | imports from rerank | modules |", "|---|---|---|"]
     packages = sorted(p for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-    base = sorted(p for p in PACKAGE.glob("*.py"))
-    lines += ["| package | imports from rerank | modules |", "|---|---|---|"]
-    lines.append(f"| `rerank` (top level) | {_cell(', '.join(sorted(_imports(base, 'base'))) or '—')} | "
-                 f"{'<br>'.join(_module_line(p) for p in base)} |")
-    for package in packages:
-        modules = sorted(package.rglob("*.py"))
-        summary = _summary(package / "__init__.py")
-        lines.append(f"| `rerank.{package.name}`<br>{_cell(summary)} | "
-                     f"{_cell(', '.join(sorted(_imports(modules, package.name))) or '—')} | "
-                     f"{'<br>'.join(_module_line(p) for p in modules if p.name != '__init__.py')} |")
+    for package, name in [(PACKAGE, "`rerank` (top level)"), *((p, f"`rerank.{p.name}`") for p in packages)]:
+        modules = sorted(p for p in package.glob("*.py") if p.name != "__init__.py")
+        summary, held = package_contents(package / "__init__.py", [p.stem for p in modules])
+        own = "base" if package == PACKAGE else package.name
+        imports = ", ".join(sorted(_imports(modules, own))) or "—"
+        lines.append(f"| {name}<br>{_markdown(summary)} | {_cell(imports)} | "
+                     f"{'<br>'.join(f'`{module}`: {_markdown(what)}' for module, what in held.items())} |")
     return "\n".join(lines)
 
 
-def _module_line(path: Path) -> str:
-    return f"`{path.stem}`: {_cell(_summary(path))}"
+def _markdown(text: str) -> str:
+    """A docstring's line as a table cell: ````code```` and ``:role:`~a.b``` as Markdown code."""
+    text = re.sub(r":\w+:`(~?)([^`]*)`", lambda m: f"`{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}`", text)
+    return _cell(text.replace("``", "`"))
 
 
-def _summary(path: Path) -> str:
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return doc.split("\n\n")[0].replace("\n", " ")
+MODULE_LINE = re.compile(r"``(\w+)``: (.*)")
+
+
+def package_contents(init: Path, modules: list[str]) -> tuple[str, dict[str, str]]:
+    """The first paragraph of a package's docstring, and what it says each module holds (its lines
+    ````module``: what it holds``); an error unless it names every module of the package, and no other."""
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    held: dict[str, str] = {}
+    for line in doc.splitlines():
+        if match := MODULE_LINE.fullmatch(line):
+            held[match.group(1)] = match.group(2)
+        elif held and line.startswith("  "):  # a module's line continued
+            last = next(reversed(held))
+            held[last] += " " + line.strip()
+    missing, extra = sorted(set(modules) - set(held)), sorted(set(held) - set(modules))
+    if missing or extra:
+        raise ValueError(f"{init.relative_to(ROOT)}: its docstring must list every module of the package as "
+                         f"``module``: what it holds; missing: {', '.join(missing) or 'none'}; "
+                         f"not in the package: {', '.join(extra) or 'none'}")
+    return doc.split("\n\n")[0].replace("\n", " "), dict(sorted(held.items()))
 
 
 def _imports(modules: list[Path], own: str) -> set[str]:

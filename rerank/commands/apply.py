@@ -13,6 +13,8 @@ import argparse
 import logging
 
 from rerank.commands.arguments import finite_float, positive_int
+from rerank.errors import RerankError
+from rerank.formats.files import count_lines, display_name
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...]], dict[str, str]]:
     """All weights by label, later sources winning, and for each label the source it came from."""
-    from rerank.errors import RerankError
     from rerank.formats.weights import load_weights, parse_weight_assignment
 
     if not args.weights and not args.weight:
@@ -59,7 +60,6 @@ def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.formats.files import count_lines, display_name
     from rerank.formats.weights import known_weights
     from rerank.rescore.rerank import rerank_nbest
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 
+from rerank.config import with_overrides
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="YAML", help="experiment config, e.g. configs/experiments/multi30k.yaml")
@@ -21,7 +23,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.config import with_overrides
     from rerank.study.config import load_experiment
     from rerank.study.experiment import Experiment
 

@@ -25,8 +25,12 @@ warning saying how many it covers. The moses.ini must be the one that made Moses
 from __future__ import annotations
 
 import argparse
+import logging
+import shlex
 
 from rerank.commands.arguments import positive_int
+from rerank.errors import RerankError
+from rerank.formats.files import read_text
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output",)
@@ -58,7 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.errors import RerankError
     from rerank.formats.nbest import check_label, write_nbest
     from rerank.rescore.merge import merge_nbest
 
@@ -84,11 +87,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int:
-    import logging
-    import shlex
-
-    from rerank.errors import RerankError
-    from rerank.formats.files import read_text
     from rerank.formats.nbest import write_nbest
     from rerank.rescore.forced import ForcedDecoding
     from rerank.rescore.union import union_with_moses_features

@@ -17,6 +17,7 @@ import argparse
 
 from rerank.commands.arguments import positive_int
 from rerank.errors import RerankError
+from rerank.models.config import SubwordConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.models.config import SubwordConfig
     from rerank.training.prepare import PrepareSettings, prepare_parallel, prepare_phrase_table
 
     subwords = None if args.subwords is None else SubwordConfig(type=args.subwords, vocab_size=args.subword_vocab_size)

@@ -2,7 +2,8 @@
 
 The model directory (output_dir, or --output-dir) gets config.yaml, vocab.src.txt, vocab.trg.txt,
 model.pt (the best weights by validation perplexity) and checkpoint.pt; started again, a run
-resumes exactly where it stopped. Every value is checked when the config is read.
+resumes exactly where it stopped. Stopped by Ctrl-C (SIGINT) or SIGTERM, a run first saves its checkpoint
+at the end of the update and exits with status 130 or 143. Every value is checked when the config is read.
 
 A config whose model.architecture is cslm trains a CSLM instead, a feed-forward n-gram language model of
 the target language (its keys: rerank.training.cslm, configs/cslm.yaml).
@@ -19,14 +20,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-from typing import TYPE_CHECKING
+import os
+import sys
+from typing import TYPE_CHECKING, Any
 
 from rerank.commands.arguments import positive_int
-from rerank.config import describe_keys, from_dict, load_yaml, with_overrides
-from rerank.training.config import TrainConfig
+from rerank.config import describe_keys, load_yaml, with_overrides
+from rerank.errors import RerankError
+from rerank.training.config import CSLMTrainConfig, TrainConfig, read_train_config
 
 if TYPE_CHECKING:
     import torch
+
+    from rerank.training.distributed import World
+    from rerank.training.trainer import TrainingLoop
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,39 +50,41 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from rerank.models.device import torch_device
-    from rerank.training.distributed import process_group, world_from_env
-    from rerank.training.trainer import Trainer
+    from rerank.training.distributed import World, process_group, world_from_env
+    from rerank.training.trainer import TrainingInterrupted
 
     device = torch_device(args.device)
-    data = load_yaml(args.config)
-    if isinstance(data, dict) and isinstance(data.get("model"), dict) and data["model"].get("architecture") == "cslm":
-        return _train_cslm(args, data, device)
-    config = with_overrides(from_dict(TrainConfig, data if data is not None else {}, str(args.config)),
-                            _overrides(args))
-    world = world_from_env()
+    config = with_overrides(read_train_config(load_yaml(args.config), str(args.config)), _overrides(args))
+    world = world_from_env() if isinstance(config, TrainConfig) else World()
     if args.device == "cuda" and world.distributed:  # each process its own GPU
         device = torch.device("cuda", world.local_rank)
     if not world.is_main:  # process 0 speaks for the run
         logging.getLogger("rerank").setLevel(logging.WARNING)
     _check_output_dir(config.output_dir)
-    with process_group(world, device):
-        progress = Trainer(config, world, device).train()
+    try:
+        with process_group(world, device):
+            progress = _trainer(config, world, device).train()
+    except TrainingInterrupted as stopped:
+        if world.is_main:
+            print(f"rerank: {config.output_dir}: stopped by {stopped.args[0]}; its checkpoint is saved: run the same "
+                  f"command again to resume (rerank train --config {args.config} ...)", file=sys.stderr)
+        return 128 + stopped.signum
     if world.is_main:
-        print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
-              f"updates ({progress.finished})")
+        print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f}"
+              f"{' (the network, on shortlist n-grams)' if isinstance(config, CSLMTrainConfig) else ''} after "
+              f"{progress.updates} updates ({progress.finished})")
     return 0
 
 
-def _train_cslm(args: argparse.Namespace, data: dict[str, object], device: torch.device) -> int:
-    """A CSLM (feed-forward n-gram language model) from its config (see configs/cslm.yaml)."""
-    from rerank.training.cslm import CSLMTrainConfig, train_cslm
+def _trainer(config: TrainConfig | CSLMTrainConfig, world: World, device: torch.device) -> TrainingLoop[Any]:
+    """The trainer of the config's kind of model."""
+    if isinstance(config, CSLMTrainConfig):
+        from rerank.training.cslm import CSLMTrainer
 
-    config = with_overrides(from_dict(CSLMTrainConfig, data, str(args.config)), _overrides(args))
-    _check_output_dir(config.output_dir)
-    progress = train_cslm(config, device)
-    print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f} (the network, on shortlist "
-          f"n-grams) after {progress.updates} updates ({progress.finished})")
-    return 0
+        return CSLMTrainer(config, device)
+    from rerank.training.trainer import Trainer
+
+    return Trainer(config, world, device)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -86,9 +95,5 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def _check_output_dir(path: str) -> None:
     """A model directory where a file is, found before the data are read."""
-    import os
-
-    from rerank.errors import RerankError
-
     if os.path.exists(path) and not os.path.isdir(path):
         raise RerankError(f"output_dir {path}: it is a file, not a directory")

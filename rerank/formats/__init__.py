@@ -1,3 +1,13 @@
-"""Moses' files and the project's own, read and written as streams: text files with gzip and atomic
-output (``files``), n-best lists, phrase tables, ``moses.ini``, weights files, UNK dictionaries,
-and what they share (``tokens``, ``streams``). Torch-free."""
+"""Moses' files and the project's own, read and written as streams. Torch-free.
+
+``arpa``: the structure of an ARPA back-off language model (its explicit n-grams and back-off weights).
+``dictionaries``: word dictionaries for UNK replacement.
+``files``: text files: gzip, ``-`` for stdin and stdout, atomic output, line-numbered reading.
+``moses_ini``: ``moses.ini``: feature functions and weights.
+``nbest``: Moses n-best lists.
+``phrase_table``: Moses phrase tables.
+``shards``: contiguous parts of a file (``--shard I/N``), their manifests and their merging.
+``streams``: records read as streams: the first one, and chunks.
+``tokens``: what a tokenised sentence is.
+``weights``: log-linear weights: YAML weights files and moses.ini weights.
+"""

@@ -14,6 +14,7 @@ of their contexts (what an exact sum over a word list needs; the probabilities t
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from rerank.errors import FormatError
 from rerank.formats.files import display_name, read_lines
 
 Context = tuple[str, ...]
+LN_10 = math.log(10.0)  # ARPA files and KenLM give log10 p; ln p = LN_10 · log10 p
 
 
 @dataclass

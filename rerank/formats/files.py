@@ -51,7 +51,7 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
     name = display_name(path)
     lineno = 0
     try:
-        with _open_binary(path) as stream:
+        with open_binary(path) as stream:
             for lineno, raw in enumerate(stream, 1):
                 yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, name, lineno, encoding)
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
@@ -73,7 +73,7 @@ def decode_line(raw: bytes, name: str, lineno: int, encoding: str = "utf-8") -> 
 
 
 @contextlib.contextmanager
-def _open_binary(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def open_binary(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """The bytes of ``path`` (``-``: stdin), gunzipped when its name ends in ``.gz`` (which must then be
     gzip) or when they start with gzip's magic bytes: a gzipped stdin or a gzipped file without the
     suffix reads as text too."""

@@ -26,7 +26,6 @@ contiguous, and writes their concatenation: what an unsharded run writes.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
 import os
 import shutil
@@ -48,6 +47,7 @@ from rerank.formats.files import (
     decode_line,
     display_name,
     is_gzip,
+    open_binary,
 )
 
 GZIP_BLOCK = 1 << 16  # compressed bytes inflated at a time: the granularity of a gzip file's shard ranges
@@ -522,19 +522,9 @@ def merge_shards(paths: Sequence[str | os.PathLike[str]], output: str | os.PathL
     ordered = check_shards(paths)
     with atomic_binary_output(output) as out:
         for shard in ordered:
-            with _decompressed(shard.path) as text:
+            with open_binary(shard.path) as text:
                 shutil.copyfileobj(text, out, CHUNK)
         out.flush()  # as atomic_output's text stream does when it closes: the same gzip bytes
     return ordered
 
 
-@contextlib.contextmanager
-def _decompressed(path: Path) -> Iterator[BinaryIO]:
-    with open(path, "rb") as raw:
-        if is_gzip(path) or raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw, mode="rb") as text:
-                yield text  # type: ignore[misc]
-        else:
-            raw.seek(0)
-            yield raw

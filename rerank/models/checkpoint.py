@@ -29,6 +29,7 @@ from rerank.formats.files import atomic_binary_output, atomic_output
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.models.seq2seq import Seq2Seq
+from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
 from rerank.models.vocab import SRC_VOCAB as SRC_VOCAB
 from rerank.models.vocab import TRG_VOCAB as TRG_VOCAB
 from rerank.models.vocab import Vocabulary
@@ -141,8 +142,6 @@ def load_vocabularies(directory: Path, config: ModelConfig) -> tuple[Vocabulary,
     checked against the vocabulary file the weights were trained with."""
     if config.subwords is None:
         return Vocabulary.load(directory / SRC_VOCAB), Vocabulary.load(directory / TRG_VOCAB)
-    from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
-
     return (SubwordVocabulary.load_matching(directory / SRC_VOCAB, directory / SRC_SUBWORDS),
             SubwordVocabulary.load_matching(directory / TRG_VOCAB, directory / TRG_SUBWORDS))
 
@@ -155,8 +154,6 @@ def save_model(directory: str | os.PathLike[str], model: Seq2Seq, src_vocab: Voc
     src_vocab.save(directory / SRC_VOCAB)
     trg_vocab.save(directory / TRG_VOCAB)
     if model.config.subwords is not None:
-        from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
-
         for vocab, name in ((src_vocab, SRC_SUBWORDS), (trg_vocab, TRG_SUBWORDS)):
             if not isinstance(vocab, SubwordVocabulary):
                 raise ValueError("a model with subwords is saved with its subword vocabularies")

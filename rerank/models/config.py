@@ -1,14 +1,15 @@
-"""Model configuration: the two architectures and their attention options, with the papers' sizes as defaults."""
+"""Model configuration: the two translation architectures and their attention options, with the papers' sizes as
+defaults, and the CSLM's; the config class of a ``model`` section, chosen by its architecture."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar, get_args, get_type_hints
 
 from rerank.config import at_least, below, from_dict, load_yaml
-from rerank.errors import RerankError
+from rerank.errors import ConfigError, RerankError
 
 CONFIG = "config.yaml"  # in a model directory: the training config, whose model section is the ModelConfig
 DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}  # the n-best label of each architecture's ln p
@@ -156,11 +157,56 @@ def default_label(config: ModelConfig) -> str:
     return RIGHT_TO_LEFT_LABEL if config.reverse_target else DEFAULT_LABELS[config.architecture]
 
 
-def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:
+@dataclass(frozen=True)
+class CSLMConfig:
+    """A continuous-space language model (:mod:`rerank.models.cslm`): a feed-forward n-gram network."""
+
+    architecture: Literal["cslm"] = "cslm"  # a feed-forward n-gram language model (Schwenk's CSLM)
+    order: int = 7  # n: the network reads n − 1 words
+    embedding_size: int = 128  # of each context word
+    hidden_sizes: tuple[int, ...] = (1024, 256)  # rectified layers
+    dropout: float = 0.0  # after each rectified layer, in training
+
+    def __post_init__(self) -> None:
+        at_least(self, 2, "order")
+        at_least(self, 1, "embedding_size")
+        at_least(self, 0, "dropout")
+        below(self, 1, "dropout")
+        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
+            raise ValueError(f"hidden_sizes: expected a list of positive sizes, got {list(self.hidden_sizes)}")
+
+
+AnyModelConfig = ModelConfig | CSLMConfig
+MODEL_CONFIGS: tuple[type[AnyModelConfig], ...] = (ModelConfig, CSLMConfig)  # every kind of model, its config class
+_Config = TypeVar("_Config", ModelConfig, CSLMConfig)
+
+
+def architectures(kind: type[Any]) -> tuple[str, ...]:
+    """The architectures a config class (one with an ``architecture`` field) accepts."""
+    return get_args(get_type_hints(kind)["architecture"])
+
+
+def model_config_type(section: object) -> type[AnyModelConfig]:
+    """The config class of a ``model`` section, chosen by its ``architecture`` (by default and for a name no
+    class accepts: :class:`ModelConfig`, whose reading then says which names it knows)."""
+    name = section.get("architecture", "rnnsearch") if isinstance(section, dict) else None
+    return next((kind for kind in MODEL_CONFIGS if name in architectures(kind)), ModelConfig)
+
+
+def read_model_section(directory: str | os.PathLike[str], kind: type[_Config]) -> _Config:
+    """The ``model`` section of ``directory/config.yaml``, checked, as a ``kind``."""
     path = Path(directory) / CONFIG
     if not path.is_file():
         raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
     data = load_yaml(path)
-    if not isinstance(data, dict) or "model" not in data:
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise RerankError(f"{path}: expected a 'model:' section")
-    return from_dict(ModelConfig, data["model"], str(path), prefix="model")
+    # a translation model's reading names the architectures it knows; another kind's is refused here
+    if kind is not ModelConfig and model_config_type(data["model"]) is not kind:
+        raise ConfigError(f"{path}: model.architecture is {data['model'].get('architecture')!r}, not "
+                          f"{' or '.join(map(repr, architectures(kind)))}")
+    return from_dict(kind, data["model"], str(path), prefix="model")
+
+
+def read_model_config(directory: str | os.PathLike[str]) -> ModelConfig:
+    return read_model_section(directory, ModelConfig)

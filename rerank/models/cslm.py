@@ -23,41 +23,20 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import kenlm
 import numpy as np
 import torch
 from torch import nn
 
-from rerank.config import at_least, below, from_dict, load_yaml
-from rerank.errors import ConfigError
-from rerank.formats.arpa import ArpaStructure, Context
+from rerank.formats.arpa import LN_10, ArpaStructure, Context
 from rerank.models.checkpoint import WEIGHTS, load_model_weights, load_state
-from rerank.models.config import CONFIG
+from rerank.models.config import CSLMConfig, read_model_section
 from rerank.models.vocab import BOS, BOS_ID, EOS, EOS_ID, PAD_ID, UNK, UNK_ID, Vocabulary
 
 VOCAB = "vocab.txt"
-LN_10 = math.log(10.0)
-
-
-@dataclass(frozen=True)
-class CSLMConfig:
-    architecture: Literal["cslm"] = "cslm"  # a feed-forward n-gram language model (Schwenk's CSLM)
-    order: int = 7  # n: the network reads n − 1 words
-    embedding_size: int = 128  # of each context word
-    hidden_sizes: tuple[int, ...] = (1024, 256)  # rectified layers
-    dropout: float = 0.0  # after each rectified layer, in training
-
-    def __post_init__(self) -> None:
-        at_least(self, 2, "order")
-        at_least(self, 1, "embedding_size")
-        at_least(self, 0, "dropout")
-        below(self, 1, "dropout")
-        if not self.hidden_sizes or min(self.hidden_sizes) < 1:
-            raise ValueError(f"hidden_sizes: expected a list of positive sizes, got {list(self.hidden_sizes)}")
 
 
 class CSLMNet(nn.Module):
@@ -237,21 +216,10 @@ class CSLM:
         return values
 
 
-def read_cslm_config(directory: str | os.PathLike[str]) -> CSLMConfig:
-    """The ``model`` section of ``directory/config.yaml``, checked."""
-    path = Path(directory) / CONFIG
-    data = load_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-        raise ConfigError(f"{path}: expected a 'model' section (a CSLM model directory written by rerank train)")
-    if data["model"].get("architecture") != "cslm":
-        raise ConfigError(f"{path}: model.architecture is {data['model'].get('architecture')!r}, not 'cslm'")
-    return from_dict(CSLMConfig, data["model"], str(path), prefix="model")
-
-
 def load_cslm_net(directory: str | os.PathLike[str], device: str | torch.device = "cpu") -> tuple[CSLMNet, Vocabulary]:
     """The network and shortlist of a CSLM model directory, in evaluation mode (weights read as float32)."""
     directory = Path(directory)
-    config = read_cslm_config(directory)
+    config = read_model_section(directory, CSLMConfig)
     vocab = Vocabulary.load(directory / VOCAB)
     net = CSLMNet(config, len(vocab))
     path = directory / WEIGHTS

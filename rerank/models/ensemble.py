@@ -57,6 +57,11 @@ class Ensemble(Seq2Seq):
         first = members[0]
         super().__init__(first.config, first.src_vocab_size, first.trg_vocab_size)
         self.members = nn.ModuleList(members)
+        self.has_attention = any(m.has_attention for m in members)  # its attention: the mean of the members'
+
+    def max_source_length(self) -> int | None:
+        limits = [limit for m in self._members() if (limit := m.max_source_length()) is not None]
+        return min(limits, default=None)
 
     def encode(self, src: Tensor, src_len: Tensor) -> EnsembleState:
         return EnsembleState.join([m.encode(src, src_len) for m in self._members()])

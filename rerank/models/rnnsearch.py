@@ -47,6 +47,8 @@ class RNNSearch(Seq2Seq):
     embedding table is the decoder's: one joint vocabulary).
     """
 
+    has_attention = True
+
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__(config, src_vocab_size, trg_vocab_size)
         h, e, c = config.hidden_size, config.embedding_size, config.annotation_size
@@ -83,6 +85,11 @@ class RNNSearch(Seq2Seq):
                                           config.hidden_dropout_rate)
         self._tie(config, src_vocab_size, trg_vocab_size)
         self.tables = WordTables()
+
+    def max_source_length(self) -> int | None:
+        """The location score's limit (it has one output per source position); the other scores have none."""
+        attention = self.config.attention
+        return attention.max_source_length if attention.score == "location" else None
 
     def _tie(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int) -> None:
         """Share the embedding tables the config ties, initialised N(0, 1/E) (they also act as output weights)."""

@@ -81,6 +81,8 @@ class Seq2Seq(nn.Module):
     # The decoder depends on the source only through the last state of a left-to-right encoder, so
     # sources that share a prefix share its encoder states: :meth:`encode_trie` and :meth:`decoder_start`.
     reads_source_prefixes: bool = False
+    # The decoder attends to the source words: its steps give attention weights (alignments, UNK replacement).
+    has_attention: bool = False
 
     def __init__(self, config: ModelConfig, src_vocab_size: int, trg_vocab_size: int):
         super().__init__()
@@ -88,6 +90,10 @@ class Seq2Seq(nn.Module):
         self.src_vocab_size = src_vocab_size
         self.trg_vocab_size = trg_vocab_size
         self.int8: Int8Matrices | None = None  # int8 inference (set_precision)
+
+    def max_source_length(self) -> int | None:
+        """The most source positions (words and ``</s>``) the model can read, if it has a limit."""
+        return None
 
     def set_precision(self, precision: str) -> None:
         """``fp32``, or ``int8``: the fast paths' matrix multiplies (the decoder's recurrence and output layers,

@@ -49,7 +49,7 @@ from rerank.formats.nbest import FeatureLayout, NBestEntry, group_by_sentence, r
 
 logger = logging.getLogger(__name__)
 
-Pair = tuple[int, tuple[str, ...]]  # (sentence id, hypothesis words)
+SentenceHypothesis = tuple[int, tuple[str, ...]]  # (sentence id, hypothesis words)
 FACTOR_DELIMITER = "|"
 CONSTRAINT_FEATURE = "ConstrainedDecoding"
 
@@ -85,7 +85,7 @@ class ForcedResult:
         return len(self.derivations) - self.reachable
 
 
-def force_decode(settings: ForcedDecoding, sources: Sequence[str], pairs: Sequence[Pair]) -> ForcedResult:
+def force_decode(settings: ForcedDecoding, sources: Sequence[str], pairs: Sequence[SentenceHypothesis]) -> ForcedResult:
     """Moses' features for each ``(sentence id, words)`` pair, ``sources[id]`` being its source."""
     moses = find_moses(settings.moses)
     ini = constrained_ini(settings.moses_ini)
@@ -118,7 +118,7 @@ def force_decode(settings: ForcedDecoding, sources: Sequence[str], pairs: Sequen
 
 
 def _decode(moses: str, ini: MosesIni, settings: ForcedDecoding, distinct: int, sources: Sequence[str],
-            pairs: Sequence[Pair], asked: Sequence[int], derivations: list[NBestEntry | None], work: Path
+            pairs: Sequence[SentenceHypothesis], asked: Sequence[int], derivations: list[NBestEntry | None], work: Path
             ) -> tuple[FeatureLayout | None, list[int]]:
     """One Moses run on ``pairs[k]`` for each ``k`` in ``asked``, filling ``derivations[k]``; returns the
     features' layout and the ``k`` for which Moses found derivations, none of them with the pair's words."""

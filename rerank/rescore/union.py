@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from rerank.errors import RerankError, log_once
 from rerank.formats.files import display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, group_by_sentence, read_nbest
-from rerank.rescore.forced import ForcedDecoding, ForcedResult, Pair, force_decode
+from rerank.rescore.forced import ForcedDecoding, ForcedResult, SentenceHypothesis, force_decode
 from rerank.rescore.merge import merge_nbest
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class UnionReport:
 
 
 def hypotheses_to_force(systems: Systems, moses: int, num_sentences: int | None = None,
-                        allow_empty: bool = False) -> list[Pair]:
+                        allow_empty: bool = False) -> list[SentenceHypothesis]:
     """The ``(sentence id, words)`` of every hypothesis of the union that Moses' list (system
     ``moses``) does not have, in the union's order."""
     return [(entry.sentence_id, tuple(entry.tokens)) for entry in merge_nbest(systems, num_sentences, allow_empty)
@@ -81,7 +81,7 @@ def _list_fallback(path: str | os.PathLike[str], name: str) -> tuple[float, ...]
     return mean
 
 
-def _entries(systems: Systems, moses: int, derivations: dict[Pair, NBestEntry | None], num_sentences: int,
+def _entries(systems: Systems, moses: int, derivations: dict[SentenceHypothesis, NBestEntry | None], num_sentences: int,
              report: UnionReport, forced_layout: FeatureLayout | None, ini_name: str,
              allow_empty: bool = False) -> Iterator[NBestEntry]:
     moses_name = display_name(systems[moses][1])

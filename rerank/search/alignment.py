@@ -17,6 +17,7 @@ from torch import Tensor
 
 from rerank.errors import RerankError
 from rerank.formats.tokens import Tokens
+from rerank.models.architectures import MODELS
 from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import LoadedModel
 from rerank.models.seq2seq import Seq2Seq, shift_right, token_log_probs
@@ -98,14 +99,11 @@ def attention_record(sentence_id: int, source: Tokens, words: Tokens, attention:
     return {"id": sentence_id, "source": [*source, EOS], "target": [*words, EOS], "attention": weights.tolist()}
 
 
-def has_attention(model: Seq2Seq) -> bool:
-    return model.config.architecture == "rnnsearch"
-
-
 def require_attention(model: Seq2Seq, what: str) -> None:
-    if not has_attention(model):
+    if not model.has_attention:
+        attending = " or ".join(name for name, kind in MODELS.items() if kind.has_attention)
         raise RerankError(f"{what} needs attention weights, and an {model.config.architecture} model has none "
-                          "(use an rnnsearch model)")
+                          f"(use an {attending} model)")
 
 
 def require_attention_for(model: Seq2Seq, *, alignments: bool = False, attention: bool = False,

@@ -27,14 +27,13 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import torch
 
-from rerank.config import GZIP_MAGIC
 from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import atomic_output, decode_line, display_name, is_gzip
+from rerank.formats.files import atomic_output, decode_line, display_name, open_binary
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
 from rerank.formats.shards import starts_table_segment
 from rerank.formats.tokens import Pair
@@ -255,7 +254,7 @@ def _segments(path: str) -> Iterator[tuple[int, list[bytes], list[bytes]]]:
     sources: list[bytes] = []
     source = b""
     read = 0
-    with _table_bytes(path) as stream:
+    with open_binary(path) as stream:
         try:
             for line in stream:
                 here = line[: line.find(SEPARATOR_BYTES)].strip()
@@ -272,23 +271,6 @@ def _segments(path: str) -> Iterator[tuple[int, list[bytes], list[bytes]]]:
                                               got=f"{type(e).__name__}: {e}"))) from None
     if lines:
         yield read - len(lines) + 1, lines, sources
-
-
-@contextlib.contextmanager
-def _table_bytes(path: str) -> Iterator[BinaryIO]:
-    """The bytes of the table ``path``, gunzipped when it is gzip (by its suffix or its first bytes)."""
-    try:
-        raw = open(path, "rb")
-    except OSError as e:
-        raise RerankError(f"{path}: cannot read: {e.strerror}") from None
-    with raw:
-        if is_gzip(path) or raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw, mode="rb") as text:
-                yield text  # type: ignore[misc]
-        else:
-            raw.seek(0)
-            yield raw
 
 
 class GroupScorer:

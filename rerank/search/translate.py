@@ -171,12 +171,12 @@ def hypothesis_features(hypothesis: Hypothesis, label: str,
 
 def check_source_lengths(sentences: Sequence[Tokens], model: Seq2Seq, path: str | os.PathLike[str],
                          first_line: int = 1) -> None:
-    """The location score has one output per source position: refuse longer sentences before searching
-    (``first_line``: the line number of the first sentence in ``path``)."""
-    config = model.config
-    if config.architecture != "rnnsearch" or config.attention.score != "location":
+    """Refuse sentences longer than the model can read (a location score has one output per source position),
+    before searching (``first_line``: the line number of the first sentence in ``path``)."""
+    most = model.max_source_length()
+    if most is None:
         return
-    limit = config.attention.max_source_length - 1  # and </s>
+    limit = most - 1  # and </s>
     for lineno, sentence in enumerate(sentences, first_line):
         if len(sentence) > limit:
             raise FormatError(display_name(path), lineno, f"at most {limit} words: the model's location attention "

@@ -1,4 +1,16 @@
-"""The end-to-end study (``experiment``, run by ``rerank experiment``): its config (``config``), the steps and
-their ``commands.sh`` (``runner``, ``steps``), the models (``models``), Moses (``moses``), the candidate pools
-(``lists``), the rescoring rows (``rows``, ``tuning``), the phrase-table route (``route``) and the report
-(``report``); BLEU and chrF with BLEU by source length (``evaluation``), and figures (``plots``)."""
+"""The end-to-end study run by ``rerank experiment``.
+
+``config``: the study's config.
+``evaluation``: BLEU and chrF (sacrebleu), BLEU by source length, and oracle BLEU.
+``experiment``: the study from start to end.
+``lists``: the candidate pools the rescoring rows rerank.
+``models``: the study's models, trained or given.
+``moses``: Moses in the study: its moses.ini, a model's phrase-table column, decoding.
+``plots``: figures: BLEU by source length and attention heatmaps.
+``report``: the report, ``results.md`` and ``results.json``.
+``route``: the phrase-table route: Moses re-tuned with a model's column.
+``row_tuning``: each rescoring row tuned on dev, applied to dev and test, and scored.
+``rows``: the rows of the results table.
+``runner``: :class:`~rerank.study.runner.StepRunner`: a step skipped where its outputs exist, logged to ``commands.sh``.
+``steps``: the steps that write one file each, through the library function of their command.
+"""

@@ -15,7 +15,7 @@ was (training resumes from its checkpoint). The study, as :meth:`Experiment.run`
    n-best lists; Moses' lists with RNN0, RNNsearch0, LM1, WP1 and UNK1 (and the extra models' features);
    their union with RNNsearch's lists (with Moses' features on every line where Moses runs); the
    consensus features and each sentence's first N hypotheses;
-4. the rescoring rows (:mod:`~rerank.study.rows`, :mod:`~rerank.study.tuning`): each row tuned on dev with
+4. the rescoring rows (:mod:`~rerank.study.rows`, :mod:`~rerank.study.row_tuning`): each row tuned on dev with
    each optimiser and seed, applied to dev and test, scored, beside the oracle BLEU of its pool;
 5. the phrase-table route (``decoder_tuning``, :mod:`~rerank.study.route`): Moses re-tuned with Moses in the
    loop, as it is and with each model's phrase-table column, ``mert-moses.pl`` beside it, a system's own
@@ -36,9 +36,9 @@ from rerank.study.models import extra_features, train_models
 from rerank.study.moses import add_column, decode, decoding_ini, placeholder_ini
 from rerank.study.report import Report
 from rerank.study.route import run_route
+from rerank.study.row_tuning import moses_labels, oracles, tune_rows
 from rerank.study.rows import NEW_FEATURES, ROWS, Row, consensus_rows, extended_rows, forced_rows, size_rows
-from rerank.study.runner import Steps
-from rerank.study.tuning import moses_labels, oracles, tune_rows
+from rerank.study.runner import StepRunner
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Experiment:
     def __init__(self, config: ExperimentConfig, force: bool = False, source: str = "the experiment config"):
         self.config = config
         self.source = source  # the config's file, for messages
-        self.steps = Steps(config.output_dir, force)
+        self.steps = StepRunner(config.output_dir, force)
         self.out = self.steps.out
 
     def run(self) -> Path:

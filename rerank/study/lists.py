@@ -10,9 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from rerank.config import load_config
+from rerank.features.registry import build_features
+from rerank.formats.dictionaries import phrase_table_dictionary
+from rerank.formats.files import display_name, read_lines
+from rerank.formats.nbest import read_nbest
+from rerank.models.config import default_label
+from rerank.rescore.append import RescoreConfig, score_nbest
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
-from rerank.study.runner import Steps, write_file
+from rerank.study.runner import StepRunner, write_file
 from rerank.study.steps import cut_nbest_file, forced_union_file, merge_nbest_file
 
 if TYPE_CHECKING:
@@ -22,7 +29,7 @@ SPLITS = ("dev", "test")
 UNION_SYSTEMS = {"rnnsearch": "RNNsearch", "ensemble": "Ensemble"}  # the name of each in the union: InRNNsearch, ...
 
 
-def feature_config(config: ExperimentConfig, steps: Steps, models: dict[str, Path]) -> Path:
+def feature_config(config: ExperimentConfig, steps: StepRunner, models: dict[str, Path]) -> Path:
     """``rescore.yaml``: both models, the LM, and the penalties (shortlist: RNNsearch's vocabulary), and the
     extra models' features."""
     path = steps.out / "rescore.yaml"
@@ -45,7 +52,7 @@ def feature_config(config: ExperimentConfig, steps: Steps, models: dict[str, Pat
     return path
 
 
-def consensus_config(steps: Steps) -> Path:
+def consensus_config(steps: StepRunner) -> Path:
     """``consensus.yaml``: expected sentence BLEU and chrF against the rest of the list."""
     path = steps.out / "consensus.yaml"
     features = [{"kind": "mbr", "metric": "bleu"}, {"kind": "mbr", "metric": "chrf"}]
@@ -56,7 +63,7 @@ def consensus_config(steps: Steps) -> Path:
 class Scoring:
     """``rerank score-nbest --config``, each config's features built once for every list."""
 
-    def __init__(self, steps: Steps):
+    def __init__(self, steps: StepRunner):
         self.steps = steps
         self._features: dict[Path, list[Feature]] = {}
 
@@ -66,25 +73,16 @@ class Scoring:
                           self._score, nbest, source, config, output, timing=timing, quiet=quiet)
 
     def _score(self, nbest: str | Path, source: str, config: Path, output: Path) -> None:
-        from rerank.config import load_config
-        from rerank.features.registry import build_features
-        from rerank.formats.files import display_name
-        from rerank.formats.nbest import read_nbest
-        from rerank.rescore.append import RescoreConfig, score_nbest
-
         if config not in self._features:
             self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
         score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
                     source=source)
 
 
-def translate(config: ExperimentConfig, steps: Steps, name: str, split: Split, models: dict[str, Path]) -> None:
+def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Split, models: dict[str, Path]) -> None:
     """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
     n-best list, as ``rerank translate`` makes them."""
-    from rerank.formats.dictionaries import phrase_table_dictionary
-    from rerank.formats.files import read_lines
     from rerank.models.checkpoint import load_model
-    from rerank.models.config import default_label
     from rerank.models.ensemble import ensemble
     from rerank.search.beam import LengthPenalty, SearchConfig
     from rerank.search.translate import TranslationOutputs, translate_file
@@ -126,7 +124,7 @@ def translate(config: ExperimentConfig, steps: Steps, name: str, split: Split, m
                       *search, *unk, "--nbest", c.nbest], [nbest], run, model, nbest, c.nbest)
 
 
-def union(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, split: Split, moses_list: str,
+def union(config: ExperimentConfig, steps: StepRunner, score: Scoring, name: str, split: Split, moses_list: str,
           features: Path, ini: Path | None) -> None:
     """The union of Moses' and RNNsearch's (or the ensemble's, ``union_with``) lists with "which system" indicators,
     scored with every feature; with ``ini`` (Moses in the study), with Moses' features on every line (forced
@@ -148,7 +146,7 @@ def union(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, spl
     score(merged, split.source, features, merged.with_name(merged.name.replace(".gz", ".scored.gz")))
 
 
-def cut_lists(config: ExperimentConfig, steps: Steps, score: Scoring, name: str, split: Split,
+def cut_lists(config: ExperimentConfig, steps: StepRunner, score: Scoring, name: str, split: Split,
               pools: tuple[str, ...]) -> None:
     """Each sentence's first N hypotheses of Moses' scored list for every N of ``list_sizes``; with ``consensus``,
     the consensus features computed on each list as it is tuned (their posterior is softmax(field 4): Moses'

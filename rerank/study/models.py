@@ -10,8 +10,9 @@ from typing import Any
 from rerank.config import from_dict, load_yaml, with_overrides
 from rerank.study.config import ExperimentConfig
 from rerank.study.rows import EXTRA_FEATURES
-from rerank.study.runner import Steps
+from rerank.study.runner import StepRunner
 from rerank.study.steps import train_model
+from rerank.training.config import load_train_config
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +22,9 @@ def device_flag(config: ExperimentConfig) -> list[str]:
     return [] if config.device == "cpu" else ["--device", config.device]
 
 
-def train_models(config: ExperimentConfig, steps: Steps) -> dict[str, Path]:
+def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]:
     """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm).
     Every training config is read and checked before the first model trains."""
-    from rerank.training.config import load_train_config
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
     c = config

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 from pathlib import Path
 
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
 from rerank.study.config import ExperimentConfig
-from rerank.study.runner import Steps, write_file
+from rerank.study.runner import StepRunner, write_file
 from rerank.study.steps import score_table_file
 
 
-def placeholder_ini(config: ExperimentConfig, steps: Steps) -> Path:
+def placeholder_ini(config: ExperimentConfig, steps: StepRunner) -> Path:
     """The moses.ini for Moses to decode with: ``moses.ini`` with each table or LM path that names no file
     replaced by ``moses.phrase_table`` (a phrase dictionary's) or ``moses.language_model`` (KENLM's), as for a
     shipped system whose moses.ini has placeholders for its directories."""
@@ -33,7 +34,7 @@ def placeholder_ini(config: ExperimentConfig, steps: Steps) -> Path:
     return output
 
 
-def decoding_ini(config: ExperimentConfig, steps: Steps) -> Path:
+def decoding_ini(config: ExperimentConfig, steps: StepRunner) -> Path:
     """:func:`placeholder_ini`, filtered to the sources of dev and test by ``moses.filter_script`` where the config
     names it (``filtered/moses.ini``), as Moses users do: the same translations, loaded in seconds."""
     ini = placeholder_ini(config, steps)
@@ -45,8 +46,6 @@ def decoding_ini(config: ExperimentConfig, steps: Steps) -> Path:
         write_file(sources, text)
     filtered = steps.out / "filtered"
     if not steps.done([filtered / "moses.ini"]) and filtered.exists():
-        import shutil
-
         shutil.rmtree(filtered)  # a filtering that stopped half-way: the script refuses an existing directory
     steps.program([Path(config.moses.filter_script).resolve(), filtered.resolve(), ini.resolve(), sources.resolve()],
                   [filtered / "moses.ini"], log=steps.out / "filter.log", timing="filter the model",
@@ -62,7 +61,8 @@ def phrase_table_of(ini: Path) -> str:
     raise ValueError(f"{ini}: no phrase table with a path")
 
 
-def add_column(config: ExperimentConfig, steps: Steps, model: Path, ini: Path, table: Path, output_ini: Path) -> None:
+def add_column(config: ExperimentConfig, steps: StepRunner, model: Path, ini: Path, table: Path,
+               output_ini: Path) -> None:
     """``rerank score-table``: ``ini``'s phrase table with ``model``'s p(target | source) as one more column in
     ``table``, and ``output_ini`` that reads it."""
     phrase_table = phrase_table_of(ini)
@@ -72,7 +72,7 @@ def add_column(config: ExperimentConfig, steps: Steps, model: Path, ini: Path, t
                  model, config.device, ini, output_ini, TRAIN_MODEL_WEIGHT, timing=f"score-table {model.name}")
 
 
-def decode(config: ExperimentConfig, steps: Steps, ini: Path, source: str, output: Path,
+def decode(config: ExperimentConfig, steps: StepRunner, ini: Path, source: str, output: Path,
            nbest: tuple[Path, int] | None = None, *, timing: str | None = None) -> None:
     """Moses' 1-best translations of ``source`` with ``ini`` to ``output``, and with ``nbest`` (a path and a
     size) its n-best list (distinct) too."""

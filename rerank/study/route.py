@@ -14,9 +14,10 @@ from rerank.study.config import DecoderTuning, ExperimentConfig
 from rerank.study.lists import SPLITS, Scoring
 from rerank.study.moses import add_column, decode
 from rerank.study.report import RouteResults, Run, bleu
-from rerank.study.runner import Steps
+from rerank.study.row_tuning import apply
+from rerank.study.runner import StepRunner
 from rerank.study.steps import tune_on_nbest, tune_with_decoder, tuning_work_dir
-from rerank.study.tuning import apply
+from rerank.tune.config import TuneConfig
 
 
 def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
@@ -27,11 +28,9 @@ def moses_decoder(config: ExperimentConfig, ini: Path) -> str:
             f"-weight-overwrite {{weights_overwrite}} -input-file {{source}}")
 
 
-def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[str, Path], score: Scoring,
+def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: dict[str, Path], score: Scoring,
               features: Path) -> RouteResults:
     """Every tuning run of ``decoder_tuning`` from ``ini`` (Moses' moses.ini, filtered), and BLEU of its outputs."""
-    from rerank.tune.config import TuneConfig
-
     c, route = config, config.decoder_tuning
     assert route is not None
     out = steps.out / "decoder-tuning"
@@ -83,12 +82,10 @@ def run_route(config: ExperimentConfig, steps: Steps, ini: Path, models: dict[st
     return results
 
 
-def rescore_run(config: ExperimentConfig, steps: Steps, score: Scoring, features: Path, directory: Path, seed: int,
+def rescore_run(config: ExperimentConfig, steps: StepRunner, score: Scoring, features: Path, directory: Path, seed: int,
                 weights: Path, route: DecoderTuning) -> Run:
     """A run's own n-best lists of dev and test with every feature, all weights tuned on dev from the run's
     (MERT, the run's seed) and applied to both."""
-    from rerank.tune.config import TuneConfig
-
     c = config
     lists = {}
     for split in SPLITS:
@@ -106,7 +103,7 @@ def rescore_run(config: ExperimentConfig, steps: Steps, score: Scoring, features
     return Run(dev, test, str(outputs["test"]))
 
 
-def mert_moses(config: ExperimentConfig, steps: Steps, ini: Path, work: Path, route: DecoderTuning) -> Run:
+def mert_moses(config: ExperimentConfig, steps: StepRunner, ini: Path, work: Path, route: DecoderTuning) -> Run:
     """Moses' own ``mert-moses.pl`` from ``ini``'s weights with the loop's n-best size, iterations and Moses'
     threads (``--predictable-seeds``; its MERT's 20 random restarts are its own default), and dev and test decoded
     with its moses.ini."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rerank.rescore.union import UNREACHABLE
+
 
 @dataclass(frozen=True)
 class Row:
@@ -62,8 +64,6 @@ def consensus_rows(everything: Sequence[str]) -> tuple[Row, ...]:
 
 def forced_rows(everything: Sequence[str], consensus: bool) -> tuple[Row, ...]:
     """The union in which every hypothesis has Moses' features, with every feature (and the consensus ones)."""
-    from rerank.rescore.union import UNREACHABLE
-
     features = (UNREACHABLE, "InMoses", "InRNNsearch", *everything)
     title = "Moses ∪ RNNsearch n-best, Moses' features for every hypothesis, all features"
     rows = [Row("union-moses", title, "union-moses", features)]

@@ -26,7 +26,7 @@ def write_file(path: Path, text: str) -> None:
         out.write(text)
 
 
-class Steps:
+class StepRunner:
     """The study's output directory, its ``commands.sh`` and the wall time of the steps that were timed."""
 
     def __init__(self, output_dir: str | Path, force: bool = False):

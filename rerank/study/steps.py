@@ -8,8 +8,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rerank.formats.nbest import write_nbest
+from rerank.formats.files import committed_together, count_lines, read_text
+from rerank.formats.moses_ini import MosesIni
+from rerank.formats.nbest import read_nbest, write_nbest
+from rerank.formats.phrase_table import read_phrase_table
+from rerank.formats.streams import peek
+from rerank.formats.weights import known_weights, load_weights, save_weights
+from rerank.rescore.cut import first_hypotheses
+from rerank.rescore.forced import ForcedDecoding
 from rerank.rescore.merge import merge_nbest
+from rerank.rescore.rerank import rerank_nbest
+from rerank.rescore.union import union_with_moses_features
+from rerank.tune.tuning import Tuning, write_moses_ini
 
 if TYPE_CHECKING:
     from rerank.study.config import MosesSystem
@@ -22,10 +32,6 @@ logger = logging.getLogger(__name__)
 def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) -> None:
     """``rerank apply``: the 1-best of ``scored`` under ``weights``; features without a weight count 0, and
     a moses.ini's weights of features the list does not print are left out."""
-    from rerank.formats.files import count_lines
-    from rerank.formats.weights import known_weights, load_weights
-    from rerank.rescore.rerank import rerank_nbest
-
     values = load_weights(weights)
     origins = dict.fromkeys(values, str(weights))
     rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
@@ -46,10 +52,6 @@ def merge_nbest_file(systems: Sequence[tuple[str, str | Path]], output: Path) ->
 def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str, moses: MosesSystem,
                       output: Path) -> None:
     """``rerank merge-nbest --moses-ini``: the union with Moses' features on every line."""
-    from rerank.formats.files import read_text
-    from rerank.rescore.forced import ForcedDecoding
-    from rerank.rescore.union import union_with_moses_features
-
     assert moses.decoder is not None
     settings = ForcedDecoding(moses.decoder, str(ini), threads=moses.threads, filter_script=moses.filter_script)
     entries, report = union_with_moses_features(systems, 0, settings, read_text(source))
@@ -60,9 +62,6 @@ def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str
 
 
 def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
-    from rerank.formats.nbest import read_nbest
-    from rerank.rescore.cut import first_hypotheses
-
     write_nbest(first_hypotheses(read_nbest(nbest), size), output)
 
 
@@ -76,9 +75,6 @@ def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> Non
 def score_table_file(table: str, output: Path, model: Path, device: str, ini: Path, output_ini: Path,
                      weight: float) -> None:
     """``rerank score-table --moses-ini``: the table with the model's score appended, and its moses.ini."""
-    from rerank.formats.files import committed_together
-    from rerank.formats.phrase_table import read_phrase_table
-    from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.search.scoring import Scorer
     from rerank.search.table import score_phrase_table, table_moses_ini
@@ -95,9 +91,6 @@ def score_table_file(table: str, output: Path, model: Path, device: str, ini: Pa
 def tune_on_nbest(config: TuneConfig, reference: str, init: str | Path, features: Sequence[str] | None,
                   nbest: Path, weights: Path) -> None:
     """``rerank tune --nbest``: the weights of ``features`` (all, for None) tuned on a scored n-best list."""
-    from rerank.formats.weights import save_weights
-    from rerank.tune.tuning import Tuning
-
     result = Tuning([reference], config, init=init).on_nbest([nbest], features)
     save_weights(result.weights, weights)
 
@@ -106,11 +99,6 @@ def tune_with_decoder(config: TuneConfig, reference: str, ini: Path, decoder: st
                       weights: Path, output_ini: Path) -> None:
     """``rerank tune --decoder --moses-ini``: Moses in the loop from ``ini``'s weights; the tuned weights as YAML
     and in a copy of ``ini``."""
-    from rerank.formats.files import committed_together
-    from rerank.formats.moses_ini import MosesIni
-    from rerank.formats.weights import save_weights
-    from rerank.tune.tuning import Tuning, write_moses_ini
-
     result = Tuning([reference], config, init=str(ini)).with_decoder(decoder, source, tuning_work_dir(weights))
     with committed_together():
         save_weights(result.weights, weights)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, get_type_hints
 
 from rerank.config import at_least, below, from_dict, load_yaml
-from rerank.models.config import ModelConfig
+from rerank.models.config import CSLMConfig, ModelConfig, model_config_type
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """An RNN encoder-decoder or RNNsearch model, trained on a parallel corpus."""
+
     model: ModelConfig
     data: DataConfig
     training: TrainingConfig = field(default_factory=TrainingConfig)
@@ -85,6 +87,71 @@ class TrainConfig:
         if self.training.subword_dropout and self.model.subwords is None:
             raise ValueError("training.subword_dropout samples the segmentation of subword units: it needs "
                              "model.subwords (a word-level model has no segmentation to sample)")
+
+
+@dataclass(frozen=True)
+class CSLMData:
+    train: str  # target-language text, one tokenised sentence per line
+    valid: str  # target-language text whose perplexity chooses the best weights
+    min_count: int = 2  # the shortlist: words seen at least this often in train
+    max_words: int | None = None  # and at most this many of them (the most frequent)
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "min_count", "max_words")
+
+
+@dataclass(frozen=True)
+class CSLMTraining:
+    optimizer: Literal["adam", "sgd"] = "adam"  # adam or sgd
+    learning_rate: float = 0.001  # the optimizer's step size
+    momentum: float = 0.0  # SGD only
+    batch_size: int = 256  # n-grams per update
+    clip_norm: float = 5.0  # gradient norm clipping
+    max_epochs: int = 10  # passes over the training text, at most
+    max_updates: int | None = None  # updates, at most; none: no limit
+    max_minutes: float | None = None  # wall-clock budget
+    valid_every: int = 1000  # updates between validations (and checkpoints)
+    log_every: int = 100  # updates between progress lines
+    patience: int = 4  # validations without improvement before stopping
+    lr_decay: float = 0.5  # multiply the learning rate by this after a validation without improvement
+    seed: int = 1234  # of the initial weights and the batches' order
+    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "batch_size", "max_epochs", "max_updates", "valid_every", "log_every", "patience",
+                 "threads")
+        at_least(self, 0, "learning_rate", "clip_norm", "lr_decay", "max_minutes", strictly=True)
+        at_least(self, 0, "momentum")
+        below(self, 1, "momentum")
+        below(self, 1, "lr_decay", or_equal=True)
+
+
+@dataclass(frozen=True)
+class CSLMTrainConfig:
+    """A CSLM (a feed-forward n-gram language model, :mod:`rerank.models.cslm`), trained on target-language text
+    (``data``) in the loop of every model (:class:`~rerank.training.trainer.TrainingLoop`)."""
+
+    model: CSLMConfig
+    data: CSLMData
+    training: CSLMTraining = field(default_factory=CSLMTraining)
+    output_dir: str = "runs/cslm"  # the model directory (rerank train --output-dir overrides it)
+
+
+AnyTrainConfig = TrainConfig | CSLMTrainConfig
+TRAIN_CONFIGS: tuple[type[AnyTrainConfig], ...] = (TrainConfig, CSLMTrainConfig)
+
+
+def train_config_type(data: object) -> type[AnyTrainConfig]:
+    """The training config class of a config's content: the one whose ``model`` is of the class its ``model``
+    section's architecture chooses (:func:`~rerank.models.config.model_config_type`)."""
+    model = model_config_type(data.get("model") if isinstance(data, dict) else None)
+    return next(kind for kind in TRAIN_CONFIGS if get_type_hints(kind)["model"] is model)
+
+
+def read_train_config(data: Any, where: str) -> AnyTrainConfig:
+    """A training config of either kind from a YAML file's content (``where``: the file, for messages)."""
+    data = data if data is not None else {}
+    return from_dict(train_config_type(data), data, where)
 
 
 def load_train_config(path: str | os.PathLike[str]) -> TrainConfig:

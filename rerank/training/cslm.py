@@ -1,8 +1,7 @@
-"""Training a CSLM (:mod:`rerank.models.cslm`) on the target side of the training data: shuffled batches of
-the n-grams whose predicted word is in the shortlist, Adam or SGD, the network's perplexity on the
-validation text's shortlist n-grams, early stopping, and checkpoints that resume exactly (weights,
-optimiser, progress with the position in the epoch, the random state; each epoch's order is drawn from
-the seed and the epoch's number).
+"""Training a CSLM (:mod:`rerank.models.cslm`) on the target side of the training data, in the loop of every model
+(:class:`~rerank.training.trainer.TrainingLoop`): shuffled batches of the n-grams whose predicted word is in the
+shortlist, Adam or SGD, the network's perplexity on the validation text's shortlist n-grams; each epoch's order is
+drawn from the seed and the epoch's number, so a resumed run goes on exactly.
 
 The model directory gets config.yaml, vocab.txt (the shortlist: every word seen ``min_count`` times,
 the ``max_words`` most frequent at most), model.pt (the best weights) and checkpoint.pt.
@@ -10,72 +9,25 @@ the ``max_words`` most frequent at most), model.pt (the best weights) and checkp
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Literal
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 
-from rerank.config import at_least, below, load_yaml, to_dict
-from rerank.errors import ConfigError, RerankError
-from rerank.formats.files import make_output_dir, read_lines
-from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_model_weights, load_state, save_config, save_state
-from rerank.models.config import CONFIG
-from rerank.models.cslm import VOCAB, CSLMConfig, CSLMNet, ngrams
-from rerank.models.device import torch_threads
+from rerank.errors import ConfigError
+from rerank.formats.files import read_lines
+from rerank.models.checkpoint import CHECKPOINT
+from rerank.models.cslm import VOCAB, CSLMNet, ngrams
 from rerank.models.vocab import UNK_ID, Vocabulary
-from rerank.training.trainer import Progress, _duration
+from rerank.training.config import CSLMData, CSLMTrainConfig, CSLMTraining
+from rerank.training.trainer import Progress, Step, TrainingLoop
+
+__all__ = ["CSLMData", "CSLMTrainConfig", "CSLMTrainer", "CSLMTraining", "train_cslm"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CSLMData:
-    train: str  # target-language text, one tokenised sentence per line
-    valid: str  # target-language text whose perplexity chooses the best weights
-    min_count: int = 2  # the shortlist: words seen at least this often in train
-    max_words: int | None = None  # and at most this many of them (the most frequent)
-
-    def __post_init__(self) -> None:
-        at_least(self, 1, "min_count", "max_words")
-
-
-@dataclass(frozen=True)
-class CSLMTraining:
-    optimizer: Literal["adam", "sgd"] = "adam"  # adam or sgd
-    learning_rate: float = 0.001  # the optimizer's step size
-    momentum: float = 0.0  # SGD only
-    batch_size: int = 256  # n-grams per update
-    clip_norm: float = 5.0  # gradient norm clipping
-    max_epochs: int = 10  # passes over the training text, at most
-    max_updates: int | None = None  # updates, at most; none: no limit
-    max_minutes: float | None = None  # wall-clock budget
-    valid_every: int = 1000  # updates between validations (and checkpoints)
-    log_every: int = 100  # updates between progress lines
-    patience: int = 4  # validations without improvement before stopping
-    lr_decay: float = 0.5  # multiply the learning rate by this after a validation without improvement
-    seed: int = 1234  # of the initial weights and the batches' order
-    threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
-
-    def __post_init__(self) -> None:
-        at_least(self, 1, "batch_size", "max_epochs", "max_updates", "valid_every", "log_every", "patience",
-                 "threads")
-        at_least(self, 0, "learning_rate", "clip_norm", "lr_decay", "max_minutes", strictly=True)
-        at_least(self, 0, "momentum")
-        below(self, 1, "momentum")
-        below(self, 1, "lr_decay", or_equal=True)
-
-
-@dataclass(frozen=True)
-class CSLMTrainConfig:
-    model: CSLMConfig
-    data: CSLMData
-    training: CSLMTraining = field(default_factory=CSLMTraining)
-    output_dir: str = "runs/cslm"  # the model directory (rerank train --output-dir overrides it)
 
 
 def read_sentences(path: str) -> list[list[str]]:
@@ -90,38 +42,29 @@ def shortlist_ngrams(sentences: list[list[str]], vocab: Vocabulary, order: int) 
     return np.ascontiguousarray(rows[rows[:, -1] != UNK_ID])
 
 
-class CSLMTrainer:
+class CSLMTrainer(TrainingLoop[CSLMTrainConfig]):
     """Trains the CSLM of ``config`` into ``config.output_dir``, resuming if a checkpoint is there."""
 
+    LOSS_PER = "n-gram"
+    COUNTED = "n-grams"
+    PERPLEXITY_OF = " on shortlist n-grams"
+
+    model: CSLMNet
+
     def __init__(self, config: CSLMTrainConfig, device: str | torch.device = "cpu"):
-        self.config = config
-        self.device = torch.device(device)
-        self.out = Path(config.output_dir)
+        super().__init__(config, None, device)
         self._prepare_output()
         self._load_data()
         torch.manual_seed(config.training.seed)
-        self.net = CSLMNet(config.model, len(self.vocab)).to(self.device)
+        self.model = CSLMNet(config.model, len(self.vocab)).to(self.device)
         t = config.training
-        self.optimizer: torch.optim.Optimizer = (
-            torch.optim.Adam(self.net.parameters(), lr=t.learning_rate) if t.optimizer == "adam" else
-            torch.optim.SGD(self.net.parameters(), lr=t.learning_rate, momentum=t.momentum))
-        self.progress = Progress(learning_rate=t.learning_rate)
-        if (self.out / CHECKPOINT).exists():
-            self._resume()
+        self.optimizer = (
+            torch.optim.Adam(self.model.parameters(), lr=t.learning_rate) if t.optimizer == "adam" else
+            torch.optim.SGD(self.model.parameters(), lr=t.learning_rate, momentum=t.momentum))
+        self._start_or_resume()
         logger.info("CSLM: %d parameters, %d-gram, shortlist of %d tokens; %d training n-grams, %d validation",
-                    sum(p.numel() for p in self.net.parameters()), config.model.order, len(self.vocab),
+                    sum(p.numel() for p in self.model.parameters()), config.model.order, len(self.vocab),
                     len(self.train_rows), len(self.valid_rows))
-
-    def _prepare_output(self) -> None:
-        make_output_dir(self.out, "output_dir")
-        path, current = self.out / CONFIG, to_dict(self.config)
-        if path.exists() and (self.out / CHECKPOINT).exists():
-            saved = load_yaml(path) or {}
-            for section in ("model", "data"):
-                if saved.get(section) != current[section]:
-                    raise RerankError(f"{self.out} holds a run with another '{section}' config ({path}); "
-                                      "choose a new output_dir or delete it")
-        save_config(self.config, path)
 
     def _load_data(self) -> None:
         data, order = self.config.data, self.config.model.order
@@ -137,100 +80,35 @@ class CSLMTrainer:
             raise ConfigError(f"no n-grams to {'train on' if not len(self.train_rows) else 'validate on'} "
                               f"({data.train if not len(self.train_rows) else data.valid})")
 
-    def _resume(self) -> None:
-        path = self.out / CHECKPOINT
-        state = load_state(path)
-        load_model_weights(self.net, state.get("model"), path)  # type: ignore[arg-type]
-        try:
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.progress = Progress(**state["progress"])
-            torch.set_rng_state(state["rng"])
-        except (KeyError, TypeError, ValueError, RuntimeError) as e:
-            raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
-        logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
-                    self.progress.epoch + 1, self.progress.batch)
+    @contextlib.contextmanager
+    def _batches(self) -> Iterator[Step]:
+        """Each epoch's n-grams in an order drawn from the seed and the epoch's number."""
+        t = self.config.training
+        orders: dict[int, np.ndarray] = {}
 
-    def train(self) -> Progress:
-        """Train until max_epochs, max_updates, max_minutes or early stopping, with ``training.threads``."""
-        with torch_threads(self.config.training.threads):
-            return self._train()
+        def step(epoch: int, batch: int) -> tuple[float, int]:
+            if epoch not in orders:
+                orders.clear()
+                orders[epoch] = np.random.default_rng([t.seed, epoch]).permutation(len(self.train_rows))
+            rows = self.train_rows[orders[epoch][batch * t.batch_size:(batch + 1) * t.batch_size]]
+            return self._update(rows), len(rows)
 
-    def _train(self) -> Progress:
-        t, p = self.config.training, self.progress
-        p.finished = self._stop_reason()
-        if p.finished:
-            logger.info("%s: nothing to do, training %s", self.out, p.finished)
-            return p
-        batches = math.ceil(len(self.train_rows) / t.batch_size)
-        started = time.monotonic() - p.seconds
-        window_start, window_loss, window_count = time.monotonic(), 0.0, 0
-        order, order_epoch = np.empty(0, dtype=np.int64), -1
-        self.net.train()
-        while not p.finished:
-            if order_epoch != p.epoch:
-                order = np.random.default_rng([t.seed, p.epoch]).permutation(len(self.train_rows))
-                order_epoch = p.epoch
-            rows = self.train_rows[order[p.batch * t.batch_size:(p.batch + 1) * t.batch_size]]
-            window_loss += self._update(rows)
-            window_count += len(rows)
-            p.updates += 1
-            p.batch += 1
-            if p.batch == batches:
-                p.epoch, p.batch = p.epoch + 1, 0
-            p.seconds = time.monotonic() - started
-            if p.updates % t.log_every == 0:
-                elapsed = time.monotonic() - window_start
-                logger.info("epoch %d update %d: loss %.3f/n-gram, %.2f updates/s, %.0f n-grams/s, lr %.3g",
-                            p.epoch + 1, p.updates, window_loss / window_count, t.log_every / elapsed,
-                            window_count / elapsed, p.learning_rate)
-                window_start, window_loss, window_count = time.monotonic(), 0.0, 0
-            p.finished = self._stop_reason()
-            if p.finished or p.updates % t.valid_every == 0:
-                self._validate()
-                p.finished = self._stop_reason()
-        logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f (shortlist n-grams)",
-                    self.out, p.finished, p.updates, _duration(p.seconds), p.best_ppl)
-        return p
+        yield step
+
+    def _epoch_batches(self, epoch: int) -> int:
+        return math.ceil(len(self.train_rows) / self.config.training.batch_size)
+
+    def _perplexity(self) -> float:
+        return network_perplexity(self.model, self.valid_rows)
 
     def _update(self, rows: np.ndarray) -> float:
         batch = torch.from_numpy(rows).to(self.device)
-        nll = self.net.nll(batch[:, :-1], batch[:, -1])
+        nll = self.model.nll(batch[:, :-1], batch[:, -1])
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(nll / len(rows))
-        torch.nn.utils.clip_grad_norm_(self.net.parameters(), self.config.training.clip_norm)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.training.clip_norm)
         self.optimizer.step()
         return float(nll.item())
-
-    def _stop_reason(self) -> str:
-        t, p = self.config.training, self.progress
-        if p.bad_validations >= t.patience:
-            return f"stopped early: no improvement in {t.patience} validations"
-        if t.max_updates is not None and p.updates >= t.max_updates:
-            return f"reached max_updates {t.max_updates}"
-        if t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
-            return f"reached max_minutes {t.max_minutes:g}"
-        if p.epoch >= t.max_epochs:
-            return f"reached max_epochs {t.max_epochs}"
-        return ""
-
-    def _validate(self) -> None:
-        p, t = self.progress, self.config.training
-        ppl = network_perplexity(self.net, self.valid_rows)
-        self.net.train()
-        improved = ppl < p.best_ppl
-        p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
-        if improved:
-            p.best_ppl, p.bad_validations = ppl, 0
-            save_state({"model": self.net.state_dict()}, self.out / WEIGHTS)
-        else:
-            p.bad_validations += 1
-            p.learning_rate *= t.lr_decay
-            for group in self.optimizer.param_groups:
-                group["lr"] = p.learning_rate
-        logger.info("validation at update %d: perplexity %.2f on shortlist n-grams%s", p.updates, ppl,
-                    " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
-        save_state({"model": self.net.state_dict(), "optimizer": self.optimizer.state_dict(),
-                    "progress": vars(p), "rng": torch.get_rng_state()}, self.out / CHECKPOINT)
 
 
 def network_perplexity(net: CSLMNet, rows: np.ndarray, batch_size: int = 4096) -> float:

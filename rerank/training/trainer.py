@@ -1,18 +1,23 @@
-"""Training both architectures: maximum likelihood, length-bucketed batches, clipping, validation
-perplexity, early stopping, and checkpoints that resume exactly where a run stopped; in one process,
-or in several under torchrun (see :mod:`rerank.training.distributed`)."""
+"""The training loop of every model (:class:`TrainingLoop`: the stop rule, validation with early stopping and
+learning-rate decay, checkpoints that resume exactly where a run stopped, the resume rule, a checkpoint saved on
+SIGINT or SIGTERM) and the loop's parts for both translation architectures (:class:`Trainer`: maximum likelihood,
+length-bucketed batches, clipping, validation perplexity; in one process, or in several under torchrun, see
+:mod:`rerank.training.distributed`). The CSLM's parts are in :mod:`rerank.training.cslm`."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import math
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, ClassVar, Generic, TypeVar, cast, get_type_hints
 
 import numpy as np
 import torch
@@ -22,6 +27,7 @@ from rerank.errors import RerankError
 from rerank.formats.files import atomic_binary_output, make_output_dir
 from rerank.formats.shards import file_digest
 from rerank.models.architectures import build_model
+from rerank.models.averaging import checkpoint_path, checkpoint_updates, select_checkpoints
 from rerank.models.batching import sorted_batches, to_ids
 from rerank.models.checkpoint import (
     CHECKPOINT,
@@ -33,11 +39,11 @@ from rerank.models.checkpoint import (
     save_config,
     save_state,
 )
-from rerank.models.config import CONFIG, ModelConfig, SubwordConfig
+from rerank.models.config import CONFIG, SubwordConfig
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.subwords import SubwordVocabulary
-from rerank.training.config import DataConfig, TrainConfig
+from rerank.training.config import AnyTrainConfig, TrainConfig
 from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
 from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data
@@ -45,6 +51,10 @@ from rerank.training.prepared import EpochPlan, PreparedCorpus
 from rerank.training.subword_sampling import SubwordSampler
 
 logger = logging.getLogger(__name__)
+
+Step = Callable[[int, int], tuple[float, int]]  # (epoch, batch) -> the update's summed loss and what it counted
+_Config = TypeVar("_Config", bound=AnyTrainConfig)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass
@@ -62,17 +72,253 @@ class Progress:
     finished: str = ""
 
 
-class Trainer:
-    """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there;
-    ``world``: this process's place under torchrun (the process group must be set up); ``device``: where the
-    model and its batches go."""
+class TrainingInterrupted(KeyboardInterrupt):
+    """A run stopped by ``signum`` (SIGINT or SIGTERM) after its checkpoint at ``updates`` was saved in
+    ``directory``; a caller that does not know it sees an interruption."""
 
-    def __init__(self, config: TrainConfig, world: World | None = None, device: str | torch.device = "cpu"):
+    def __init__(self, signum: int, updates: int, directory: Path):
+        super().__init__(f"{signal.Signals(signum).name} at update {updates}")
+        self.signum, self.updates, self.directory = signum, updates, directory
+
+
+class StopSignals:
+    """SIGINT and SIGTERM noted while the loop runs (in the main thread; elsewhere none is caught): the loop
+    stops at the end of its update. A second signal acts as it would have without the loop."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {signum: signal.signal(signum, self._note) for signum in STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._restore()
+
+    def _note(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+        self._restore()
+
+    def _restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
+
+
+class TrainingLoop(Generic[_Config]):
+    """The loop of every model: updates until a limit is met (:meth:`_stop_reason`), validation every
+    ``valid_every`` updates (the best weights kept, the learning rate decayed after a validation without
+    improvement, a checkpoint written), and an exact resume from the checkpoint in ``config.output_dir``.
+    A model's trainer gives the parts: :attr:`model`, :attr:`optimizer`, :meth:`_batches` (its updates),
+    :meth:`_epoch_batches` and :meth:`_perplexity`."""
+
+    LOSS_PER: ClassVar[str] = "token"  # in the log: what the loss is a mean over, and what an update counts
+    COUNTED: ClassVar[str] = "target tokens"
+    PERPLEXITY_OF: ClassVar[str] = ""  # what the validation perplexity is measured on, if not said otherwise
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+
+    def __init__(self, config: _Config, world: World | None, device: str | torch.device):
         self.config = config
         self.device = torch.device(device)
         self.world = world or World()
         self.out = Path(config.output_dir)
+
+    # -- the model's parts
+
+    def _batches(self) -> contextlib.AbstractContextManager[Step]:
+        """The update of each (epoch, batch), while the loop runs."""
+        raise NotImplementedError
+
+    def _epoch_batches(self, epoch: int) -> int:
+        raise NotImplementedError
+
+    def _perplexity(self) -> float:
+        """The validation perplexity (process 0 alone measures it)."""
+        raise NotImplementedError
+
+    def _after_validation(self) -> None:
+        """What a model's trainer does after each validation, before the checkpoint is written."""
+
+    # -- the loop
+
+    def _prepare_output(self) -> None:
+        """The resume rule: a directory whose run made progress must hold the same ``model`` and ``data`` (each
+        saved section read with today's defaults, so that one written before a key was added compares equal)."""
+        make_output_dir(self.out, "output_dir")
+        config_path = self.out / CONFIG
+        current = to_dict(self.config)
+        if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match
+            saved = load_yaml(config_path) or {}
+            kinds = get_type_hints(type(self.config))
+            for section in ("model", "data"):
+                if _as_set(saved.get(section), kinds[section]) != _set_keys(current[section]):
+                    raise RerankError(f"{self.out} holds a run with another '{section}' config ({config_path}); "
+                                      "choose a new output_dir or delete it")
+            if saved != current:
+                logger.info("%s: training settings changed since the last run; using the new ones", self.out)
+        save_config(self.config, config_path)
+
+    def _start_or_resume(self) -> None:
+        """A new run's progress, or the stopped run's from its checkpoint."""
+        self.progress = Progress(learning_rate=self.config.training.learning_rate)
+        if (self.out / CHECKPOINT).exists():
+            self._resume()
+        elif self.world.distributed:  # the same weights everywhere, dropout masks of each process's own
+            torch.manual_seed(dropout_seed(self.config.training.seed, self.world.rank))
+
+    def _resume(self) -> None:
+        path = self.out / CHECKPOINT
+        state = load_state(path)
+        load_model_weights(cast(Any, self.model), state.get("model"), path)
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.progress = Progress(**state["progress"])
+            states = state.get("rng_ranks", [state["rng"]])
+            if len(states) == self.world.size:
+                torch.set_rng_state(states[self.world.rank])
+            else:  # another number of processes: the run goes on, with dropout masks of its own from here
+                torch.manual_seed(dropout_seed(self.config.training.seed, self.world.rank, self.progress.updates))
+                if self.world.is_main:
+                    logger.warning("%s was written by %d training processes, resumed by %d: the dropout masks "
+                                   "differ from here on from those of the run that stopped", path, len(states),
+                                   self.world.size)
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
+        logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
+                    self.progress.epoch + 1, self.progress.batch)
+        if self.world.is_main:  # weights kept after the checkpoint by the run that stopped are not this run's
+            for updates in checkpoint_updates(self.out):
+                if updates > self.progress.updates:
+                    checkpoint_path(self.out, updates).unlink()
+
+    def _save_checkpoint(self) -> None:
+        """Process 0 writes the checkpoint, with every process's random state (gathered from all)."""
+        states = self.world.rng_states()
+        if not self.world.is_main:
+            return
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                 "progress": vars(self.progress), "rng": states[0]}
+        if self.world.distributed:
+            state["rng_ranks"] = states
+        save_state(state, self.out / CHECKPOINT)
+
+    def train(self) -> Progress:
+        """Train until a limit is met (see :meth:`_stop_reason`), with ``training.threads`` CPU threads; on
+        SIGINT or SIGTERM, save a checkpoint at the end of the update and raise :class:`TrainingInterrupted`."""
+        with torch_threads(self.config.training.threads), StopSignals() as signals:
+            return self._train(signals)
+
+    def _train(self, signals: StopSignals) -> Progress:
+        """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress.
+
+        A run that already met its limits does nothing: raise a limit to train further.
+        """
+        t, p = self.config.training, self.progress
+        p.finished = self._stop_reason()
+        if p.finished:
+            logger.info("%s: nothing to do, training %s", self.out, p.finished)
+            return p
+        started = time.monotonic() - p.seconds
+        window_start, window_count, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
+        total_updates = self._planned_updates()
+        with self._batches() as step:
+            self.model.train()
+            while not p.finished:
+                loss_sum, count = step(p.epoch, p.batch)
+                p.updates += 1
+                p.batch += 1
+                if p.batch == self._epoch_batches(p.epoch):
+                    p.epoch, p.batch = p.epoch + 1, 0
+                # the whole batch's loss and count, process 0's clock, and whether a process was told to stop: every
+                # process stops at the same update
+                totals, p.seconds = self.world.sum_and_main([loss_sum, count, signals.received],
+                                                            time.monotonic() - started)
+                loss_sum, count, stop = totals[0], round(totals[1]), totals[2]
+                window_count += count
+                window_loss += loss_sum
+                window_updates += 1
+                if p.updates % t.log_every == 0:
+                    elapsed = time.monotonic() - window_start
+                    rate = window_updates / elapsed
+                    eta = (total_updates - p.updates) / rate if total_updates else float("nan")
+                    logger.info("epoch %d update %d: loss %.3f/%s, %.2f updates/s, %.0f %s/s, lr %.3g, ETA %s",
+                                p.epoch + 1, p.updates, window_loss / window_count, self.LOSS_PER, rate,
+                                window_count / elapsed, self.COUNTED, self.optimizer.param_groups[0]["lr"],
+                                _duration(eta))
+                    window_start, window_count, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
+                p.finished = self._stop_reason()
+                if p.finished or p.updates % t.valid_every == 0:
+                    self._validate()
+                    p.finished = self._stop_reason()
+                if stop and not p.finished:
+                    self._save_checkpoint()
+                    raise TrainingInterrupted(signals.received or signal.SIGTERM, p.updates, self.out)
+        logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f%s", self.out, p.finished,
+                    p.updates, _duration(p.seconds), p.best_ppl, self.PERPLEXITY_OF)
+        return p
+
+    def _stop_reason(self) -> str:
+        """Why training must stop now, or ``""``."""
+        t, p = self.config.training, self.progress
+        if p.bad_validations >= t.patience:
+            return f"stopped early: no improvement in {t.patience} validations"
+        if t.max_updates is not None and p.updates >= t.max_updates:
+            return f"reached max_updates {t.max_updates}"
+        if t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
+            return f"reached max_minutes {t.max_minutes:g}"
+        if p.epoch >= t.max_epochs:
+            return f"reached max_epochs {t.max_epochs}"
+        return ""
+
+    def _planned_updates(self) -> int:
+        t = self.config.training
+        total = self._epoch_batches(0) * t.max_epochs
+        return min(t.max_updates, total) if t.max_updates is not None else total
+
+    def _validate(self) -> None:
+        """Process 0 validates and tells the others the perplexity; every process keeps the same progress."""
+        p, t = self.progress, self.config.training
+        ppl = math.nan
+        if self.world.is_main:
+            ppl = self._perplexity()
+            self.model.train()
+        ppl = self.world.from_main(ppl)
+        improved = ppl < p.best_ppl
+        p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
+        if improved:
+            p.best_ppl, p.bad_validations = ppl, 0
+            if self.world.is_main:
+                save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
+        else:
+            p.bad_validations += 1
+            if t.lr_decay != 1.0:
+                p.learning_rate *= t.lr_decay
+                self._set_learning_rate(p.learning_rate)
+        self._after_validation()
+        logger.info("validation at update %d: perplexity %.2f%s%s", p.updates, ppl, self.PERPLEXITY_OF,
+                    " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
+        self._save_checkpoint()
+
+    def _set_learning_rate(self, rate: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = rate
+
+
+class Trainer(TrainingLoop[TrainConfig]):
+    """Trains the model of a :class:`TrainConfig` into ``config.output_dir``, resuming if a checkpoint is there;
+    ``world``: this process's place under torchrun (the process group must be set up); ``device``: where the
+    model and its batches go."""
+
+    model: Seq2Seq
+
+    def __init__(self, config: TrainConfig, world: World | None = None, device: str | torch.device = "cpu"):
+        super().__init__(config, world, device)
         self.data_dir, prepared_now = Path(), False
+        self._plan: EpochPlan | None = None
         waiting = self.world.long_wait_group()
         if self.world.is_main:
             self._prepare_output()
@@ -82,26 +328,8 @@ class Trainer:
         torch.manual_seed(config.training.seed)
         self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab)).to(self.device)
         self.optimizer = self._make_optimizer()
-        self.progress = Progress(learning_rate=config.training.learning_rate)
-        if (self.out / CHECKPOINT).exists():
-            self._resume()
-        elif self.world.distributed:  # the same weights everywhere, dropout masks of each process's own
-            torch.manual_seed(dropout_seed(config.training.seed, self.world.rank))
+        self._start_or_resume()
         self.parallel_model = data_parallel(self.model, self.world)
-
-    def _prepare_output(self) -> None:
-        make_output_dir(self.out, "output_dir")
-        config_path = self.out / CONFIG
-        current = to_dict(self.config)
-        if config_path.exists() and (self.out / CHECKPOINT).exists():  # a run made progress: it must match
-            saved = load_yaml(config_path) or {}
-            for section, kind in (("model", ModelConfig), ("data", DataConfig)):
-                if _as_set(saved.get(section), kind) != _set_keys(current[section]):
-                    raise RerankError(f"{self.out} holds a run with another '{section}' config ({config_path}); "
-                                      "choose a new output_dir or delete it")
-            if saved != current:
-                logger.info("%s: training settings changed since the last run; using the new ones", self.out)
-        save_config(self.config, config_path)
 
     def _load_data(self, verify: bool) -> None:
         """The prepared training data (read by position; with ``verify``, its files checked against their
@@ -165,116 +393,25 @@ class Trainer:
                                         eps=t.adadelta_eps)
         return torch.optim.Adam(self.model.parameters(), lr=t.learning_rate, fused=True)
 
-    def _resume(self) -> None:
-        path = self.out / CHECKPOINT
-        state = load_state(path)
-        load_model_weights(self.model, state.get("model"), path)
-        try:
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.progress = Progress(**state["progress"])
-            states = state.get("rng_ranks", [state["rng"]])
-            if len(states) == self.world.size:
-                torch.set_rng_state(states[self.world.rank])
-            else:  # another number of processes: the run goes on, with dropout masks of its own from here
-                torch.manual_seed(dropout_seed(self.config.training.seed, self.world.rank, self.progress.updates))
-                if self.world.is_main:
-                    logger.warning("%s was written by %d training processes, resumed by %d: the dropout masks "
-                                   "differ from here on from those of the run that stopped", path, len(states),
-                                   self.world.size)
-        except (KeyError, TypeError, ValueError, RuntimeError) as e:
-            raise RerankError(f"{path}: refused: not a training checkpoint of this run ({e})") from None
-        logger.info("resuming %s at update %d (epoch %d, batch %d)", self.out, self.progress.updates,
-                    self.progress.epoch + 1, self.progress.batch)
-        if self.world.is_main:  # weights kept after the checkpoint by the run that stopped are not this run's
-            from rerank.models.averaging import checkpoint_path, checkpoint_updates
-
-            for updates in checkpoint_updates(self.out):
-                if updates > self.progress.updates:
-                    checkpoint_path(self.out, updates).unlink()
-
-    def _save_checkpoint(self) -> None:
-        """Process 0 writes the checkpoint, with every process's random state (gathered from all)."""
-        states = self.world.rng_states()
-        if not self.world.is_main:
-            return
-        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                 "progress": vars(self.progress), "rng": states[0]}
-        if self.world.distributed:
-            state["rng_ranks"] = states
-        save_state(state, self.out / CHECKPOINT)
-
-    def train(self) -> Progress:
-        """Train until a limit is met (see :meth:`_stop_reason`), with ``training.threads`` CPU threads."""
-        with torch_threads(self.config.training.threads):
-            return self._train()
-
-    def _train(self) -> Progress:
-        """Run until max_epochs, max_updates, max_minutes or early stopping; returns the final progress.
-
-        A run that already met its limits does nothing: raise a limit to train further.
-        """
-        t, p = self.config.training, self.progress
-        p.finished = self._stop_reason()
-        if p.finished:
-            logger.info("%s: nothing to do, training %s", self.out, p.finished)
-            return p
-        started = time.monotonic() - p.seconds
-        window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
-        total_updates = self._planned_updates()
-        batches = self.epoch_plan(p.epoch)
+    @contextlib.contextmanager
+    def _batches(self) -> Iterator[Step]:
         loader = BatchLoader(self.epoch_plan, self._batch, self.device)
         try:
-            self.model.train()
-            while not p.finished:
-                if batches.epoch != p.epoch:
-                    batches = self.epoch_plan(p.epoch)
-                loss_sum, tokens = self._update(*loader.get(p.epoch, p.batch, len(batches)))
-                p.updates += 1
-                p.batch += 1
-                if p.batch == len(batches):
-                    p.epoch, p.batch = p.epoch + 1, 0
-                # the whole batch's loss and tokens, and process 0's clock: every process stops at the same update
-                totals, p.seconds = self.world.sum_and_main([loss_sum, tokens], time.monotonic() - started)
-                loss_sum, tokens = totals[0], round(totals[1])
-                window_tokens += tokens
-                window_loss += loss_sum
-                window_updates += 1
-                if p.updates % t.log_every == 0:
-                    elapsed = time.monotonic() - window_start
-                    rate = window_updates / elapsed
-                    eta = (total_updates - p.updates) / rate if total_updates else float("nan")
-                    logger.info("epoch %d update %d: loss %.3f/token, %.2f updates/s, %.0f target tokens/s, "
-                                "lr %.3g, ETA %s", p.epoch + 1, p.updates, window_loss / window_tokens, rate,
-                                window_tokens / elapsed, self.optimizer.param_groups[0]["lr"], _duration(eta))
-                    window_start, window_tokens, window_loss, window_updates = time.monotonic(), 0, 0.0, 0
-                p.finished = self._stop_reason()
-                if p.finished or p.updates % t.valid_every == 0:
-                    self._validate()
-                    p.finished = self._stop_reason()
+            yield lambda epoch, batch: self._update(*loader.get(epoch, batch, self._epoch_batches(epoch)))
         finally:
             loader.close()
-        logger.info("%s: %s after %d updates (%s); best validation perplexity %.2f", self.out, p.finished,
-                    p.updates, _duration(p.seconds), p.best_ppl)
-        return p
 
-    def _stop_reason(self) -> str:
-        """Why training must stop now, or ``""``."""
-        t, p = self.config.training, self.progress
-        if p.bad_validations >= t.patience:
-            return f"stopped early: no improvement in {t.patience} validations"
-        if t.max_updates is not None and p.updates >= t.max_updates:
-            return f"reached max_updates {t.max_updates}"
-        if t.max_minutes is not None and p.seconds >= 60 * t.max_minutes:
-            return f"reached max_minutes {t.max_minutes:g}"
-        if p.epoch >= t.max_epochs:
-            return f"reached max_epochs {t.max_epochs}"
-        return ""
+    def _epoch_batches(self, epoch: int) -> int:
+        if self._plan is None or self._plan.epoch != epoch:
+            self._plan = self.epoch_plan(epoch)
+        return len(self._plan)
 
-    def _planned_updates(self) -> int:
-        t = self.config.training
-        per_epoch = len(self.epoch_plan(0))
-        total = per_epoch * t.max_epochs
-        return min(t.max_updates, total) if t.max_updates is not None else total
+    def _perplexity(self) -> float:
+        return validation_perplexity(self.model, self.valid_src, self.valid_trg)
+
+    def _after_validation(self) -> None:
+        if self.config.training.keep_checkpoints and self.world.is_main:
+            self._keep_checkpoint()
 
     def _batch(self, indices: np.ndarray, position: tuple[int, int]) -> tuple[Batch, int]:
         """This process's pairs of a global batch (all of it in one process: each reads only its own pairs), and
@@ -309,35 +446,8 @@ class Trainer:
         self.optimizer.step()
         return (loss.item(), batch.target_tokens) if weight else (0.0, 0)
 
-    def _validate(self) -> None:
-        """Process 0 validates and tells the others the perplexity; every process keeps the same progress."""
-        p, t = self.progress, self.config.training
-        ppl = math.nan
-        if self.world.is_main:
-            ppl = validation_perplexity(self.model, self.valid_src, self.valid_trg)
-            self.model.train()
-        ppl = self.world.from_main(ppl)
-        improved = ppl < p.best_ppl
-        p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
-        if improved:
-            p.best_ppl, p.bad_validations = ppl, 0
-            if self.world.is_main:
-                save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
-        else:
-            p.bad_validations += 1
-            if t.lr_decay != 1.0:
-                p.learning_rate *= t.lr_decay
-                self._set_learning_rate(p.learning_rate)
-        if t.keep_checkpoints and self.world.is_main:
-            self._keep_checkpoint()
-        logger.info("validation at update %d: perplexity %.2f%s", p.updates, ppl,
-                    " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
-        self._save_checkpoint()
-
     def _keep_checkpoint(self) -> None:
         """Keep this validation's weights for averaging; drop those neither among the last N nor the best N."""
-        from rerank.models.averaging import checkpoint_path, checkpoint_updates, select_checkpoints
-
         count = self.config.training.keep_checkpoints
         path = checkpoint_path(self.out, self.progress.updates)
         path.parent.mkdir(exist_ok=True)
@@ -348,10 +458,6 @@ class Trainer:
         keep |= set(select_checkpoints(kept, min(count, len(kept)), "best"))
         for updates in set(kept) - keep:
             checkpoint_path(self.out, updates).unlink()
-
-    def _set_learning_rate(self, rate: float) -> None:
-        for group in self.optimizer.param_groups:
-            group["lr"] = rate
 
 
 def _as_set(section: object, kind: type[Any]) -> object:

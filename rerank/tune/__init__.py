@@ -1,7 +1,17 @@
 """Tuning log-linear weights against BLEU on n-best lists: MERT, PRO and batch MIRA, and the decoder loop.
 
-``stats``: BLEU sufficient statistics per hypothesis. ``data``: n-best lists (merged across
-tuning iterations) as arrays. ``envelope``: Och's exact line search. ``mert``, ``pro``, ``mira``:
-the optimisers; ``optimize``: the one the configuration names. ``loop``: decode, accumulate,
-re-optimise, as ``mert-moses.pl``. ``config``: the settings, with Moses' defaults.
+``config``: the settings, with Moses' defaults.
+``data``: n-best lists (merged across tuning iterations) as arrays.
+``envelope``: Och's exact line search.
+``loop``: decode, accumulate, re-optimise, as ``mert-moses.pl``.
+``mert``: minimum error rate training.
+``mira``: batch k-best MIRA.
+``optimize``: the optimiser the configuration names, called once.
+``oracle``: the oracle BLEU of an n-best list.
+``parallel``: the decoder run on parts of the source at once.
+``pro``: pairwise ranking optimisation.
+``standardize``: feature standardisation for PRO and MIRA.
+``stats``: BLEU sufficient statistics per hypothesis.
+``templates``: shell command templates and the child processes they start.
+``tuning``: tuning as a user or a study calls it.
 """

@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,14 +51,14 @@ import yaml
 from rerank.config import load_yaml
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, make_output_dir, read_lines
-from rerank.formats.moses_ini import format_weight
+from rerank.formats.moses_ini import Weights, format_weight
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, save_weights, weight_vector
 from rerank.processes import run as run_command
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool
 from rerank.tune.mert import l1_normalised
-from rerank.tune.optimize import corpus_bleu, optimise
+from rerank.tune.optimize import corpus_bleu, optimize
 from rerank.tune.parallel import Jobs, Part, decode_in_parts, split_source
 from rerank.tune.stats import log_bleu
 from rerank.tune.templates import Template
@@ -68,7 +68,6 @@ logger = logging.getLogger(__name__)
 LOOP_FILE = "loop.yaml"  # in the work directory: which loop it holds
 PLACEHOLDERS = ("weights_overwrite", "weights_file", "nbest", "nbest_size", "source")
 DECODER_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*")  # a feature label a decoder's command line may carry
-Weights = Mapping[str, Sequence[float]]
 
 
 def weights_overwrite(weights: Weights) -> str:
@@ -185,7 +184,7 @@ class TuningLoop:
                 chosen = data.stats[np.arange(data.num_sentences), first].sum(axis=0)
                 decoder_bleu = 100.0 * math.exp(log_bleu(chosen))
                 rng = np.random.default_rng([self.config.seed, number])
-                tuned = optimise(data, current, self.config, rng)
+                tuned = optimize(data, current, self.config, rng)
                 change = float(np.abs(tuned - current).max())
                 record = Iteration(number, decoder_bleu, corpus_bleu(data, tuned), self.pool.size, change, tuned)
                 self._save(record, data.layout)

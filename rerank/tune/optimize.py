@@ -19,7 +19,7 @@ from rerank.tune.stats import log_bleu
 logger = logging.getLogger(__name__)
 
 
-def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.random.Generator) -> np.ndarray:
+def optimize(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.random.Generator) -> np.ndarray:
     """Weights (D,), L1-normalised, tuned on ``data`` by ``config.optimizer``, starting from ``initial`` (D,)."""
     start_bleu = corpus_bleu(data, initial)
     logger.debug("%s on %d sentences, %d distinct hypotheses; BLEU %.2f at the starting weights",

@@ -25,7 +25,7 @@ from rerank.formats.weights import as_weights, load_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
-from rerank.tune.optimize import optimise
+from rerank.tune.optimize import optimize
 from rerank.tune.parallel import Jobs
 from rerank.tune.stats import BleuStatistics
 
@@ -87,7 +87,7 @@ class Tuning:
         if features is not None:
             data, columns = data.select(features)
             start = start[columns]
-        weights[columns] = optimise(data, start, self.config, np.random.default_rng(self.config.seed))
+        weights[columns] = optimize(data, start, self.config, np.random.default_rng(self.config.seed))
         return self._result(weights, layout)
 
     def with_decoder(self, decoder: str, source: str | os.PathLike[str], work_dir: str | os.PathLike[str],

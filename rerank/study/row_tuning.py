@@ -10,17 +10,19 @@ from pathlib import Path
 
 from rerank.config import with_overrides
 from rerank.errors import RerankError
+from rerank.formats.nbest import read_nbest
 from rerank.study.config import ExperimentConfig
 from rerank.study.lists import SPLITS
 from rerank.study.report import Score, bleu
 from rerank.study.rows import Row
-from rerank.study.runner import Steps, write_file
+from rerank.study.runner import StepRunner, write_file
 from rerank.study.steps import oracle_file, rerank_once, tune_on_nbest
+from rerank.tune.config import TuneConfig
 
 logger = logging.getLogger(__name__)
 
 
-def apply(config: ExperimentConfig, steps: Steps, directory: Path, tag: str, weights: str | Path,
+def apply(config: ExperimentConfig, steps: StepRunner, directory: Path, tag: str, weights: str | Path,
           lists: dict[str, Path]) -> dict[str, Path]:
     """``rerank apply --missing-weight 0``: the 1-best of each split's list (``lists``) under ``weights``, as
     ``directory/TAG.SPLIT.1best``."""
@@ -35,11 +37,9 @@ def apply(config: ExperimentConfig, steps: Steps, directory: Path, tag: str, wei
     return outputs
 
 
-def tune_rows(config: ExperimentConfig, steps: Steps, rows: tuple[Row, ...], moses_labels: tuple[str, ...]
+def tune_rows(config: ExperimentConfig, steps: StepRunner, rows: tuple[Row, ...], moses_labels: tuple[str, ...]
               ) -> dict[str, dict[str, Score]]:
     """BLEU of every row (and of Moses' own weights) by optimiser: dev and test, one value per seed."""
-    from rerank.tune.config import TuneConfig
-
     c = config
     tuning = steps.out / "tuning"
     results: dict[str, dict[str, Score]] = {"moses": {"moses.ini": Score()}}
@@ -75,15 +75,13 @@ def tune_rows(config: ExperimentConfig, steps: Steps, rows: tuple[Row, ...], mos
 
 def moses_labels(nbest: str | Path) -> tuple[str, ...]:
     """The features of Moses' list, in its order."""
-    from rerank.formats.nbest import read_nbest
-
     first = next(read_nbest(nbest), None)
     if first is None:
         raise RerankError(f"{nbest}: empty n-best list")
     return first.layout.labels
 
 
-def union_init(steps: Steps) -> Path:
+def union_init(steps: StepRunner) -> Path:
     """Starting weights for the union: RNNsearch's own score, so the search starts from RNNsearch's ranking."""
     path = steps.out / "tuning" / "union-init.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +89,7 @@ def union_init(steps: Steps) -> Path:
     return path
 
 
-def oracles(config: ExperimentConfig, steps: Steps, pools: dict[str, str]) -> dict[str, dict[str, float]]:
+def oracles(config: ExperimentConfig, steps: StepRunner, pools: dict[str, str]) -> dict[str, dict[str, float]]:
     """The oracle BLEU of each candidate pool by its name and split; ``pools`` gives each name's file, with
     SPLIT standing for the split's name."""
     result: dict[str, dict[str, float]] = {}
