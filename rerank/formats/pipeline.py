@@ -8,7 +8,9 @@ runs the same code in the calling thread). Memory stays bounded by ``depth`` ite
 exception in a worker thread is raised again, as it was, in the calling thread (a
 :class:`~rerank.errors.FormatError` stays the clear error it was); an exception in the calling
 thread (Ctrl-C, SIGTERM) stops the workers at their next item. The workers run in a copy of the
-calling thread's context (:mod:`contextvars`), so that settings held there hold in them too.
+calling thread's context (:mod:`contextvars`), so that settings held there hold in them too. A thread
+blocked reading a pipe cannot be stopped (nor the interpreter end cleanly while it holds stdin): read
+stdin in the calling thread.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ T = TypeVar("T")
 
 DEPTH = 4  # items queued each way
 _POLL = 0.1  # seconds between looks at whether the other side stopped
+_STUCK = 5.0  # seconds a stopped worker may take to finish its item (a read or write blocked on a pipe is left)
 _END = object()
 
 
@@ -80,7 +83,7 @@ def ahead(items: Iterable[T], depth: int = DEPTH, *, enabled: bool = True, name:
     finally:
         stop.set()
         # stopped early: the thread stops at its next item (a thread blocked reading a terminal is left behind)
-        thread.join(None if finished else 1.0)
+        thread.join(None if finished else _STUCK)
 
 
 class Behind(Generic[T]):
@@ -118,9 +121,9 @@ class Behind(Generic[T]):
                  traceback: TracebackType | None) -> None:
         if not self.enabled:
             return
-        if kind is not None:  # the caller failed: drop what is queued
+        if kind is not None:  # the caller failed: drop what is queued, let the item being written finish
             self.stop.set()
-            self.thread.join()
+            self.thread.join(_STUCK)
             return
         self.put(_END)  # type: ignore[arg-type]
         self.thread.join()

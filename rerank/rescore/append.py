@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rerank.errors import NonFiniteScore, RerankError, counted
-from rerank.formats.files import atomic_output, display_name, read_lines
+from rerank.formats.files import STDIO, atomic_output, display_name, read_lines
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.tokens import Pair
@@ -25,6 +25,8 @@ from rerank.progress import progress_bar, summary
 from rerank.rescore.feature import Feature, SentenceList, scores_lists
 
 logger = logging.getLogger(__name__)
+
+STDIN_NAME = display_name(STDIO)
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], f
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
     ``features`` appended to every line. With ``overlap``, the list (and the source) are read and parsed by
     one thread and the lines formatted and written by another while the features score
-    (:mod:`rerank.formats.pipeline`): the same bytes are written."""
+    (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read in
+    the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     needy = [f.name for f in features if f.needs_source]
     if needy and source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
@@ -190,6 +193,7 @@ def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], f
             out.write("".join([f"{entry.line()}\n" for entry in appender.appended(*scored)]))
 
         with Behind(write, enabled=overlap) as writer:
-            for block in ahead(_blocks(entries, text, nbest_name, batch_sentences), enabled=overlap):
+            read_ahead = overlap and STDIN_NAME not in (nbest_name, text.name if text is not None else None)
+            for block in ahead(_blocks(entries, text, nbest_name, batch_sentences), enabled=read_ahead):
                 writer.put((block, appender.columns(block)))
     appender.done()

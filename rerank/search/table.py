@@ -41,7 +41,8 @@ def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended;
     with ``count``, the table's lines are counted first, for the progress bar. With ``overlap``, the
     entries are read, parsed and turned into ids by one thread and the scored lines formatted and written
-    by another, while the model scores (:mod:`rerank.formats.pipeline`): the same bytes are written."""
+    by another, while the model scores (:mod:`rerank.formats.pipeline`): the same bytes are written. A table
+    read from stdin is read in the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     appender = ScoreAppender(scorer, display_name(table), encoding)
     total = count_lines(table, encoding) if count and str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
@@ -52,7 +53,8 @@ def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table:
             progress.update(len(window))
 
         with Behind(write, enabled=overlap) as writer:
-            for window, prepared in ahead(appender.prepared_windows(entries), enabled=overlap):
+            read_ahead = overlap and str(table) != STDIO
+            for window, prepared in ahead(appender.prepared_windows(entries), enabled=read_ahead):
                 writer.put((window, scorer.score_prepared(prepared)))
     logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
                 counted(appender.floored, "value"), MOSES_LOWEST_LOG)

@@ -1,10 +1,15 @@
 """The host's threads beside the model (reading and parsing ahead, formatting and gzip behind) write the same
 bytes as one thread does, for ``score-table``, ``score-nbest`` and ``translate``, plain and gzipped; a bad
-line read by the reading thread is still one clear error, exit 2, with nothing written."""
+line read by the reading thread is still one clear error, exit 2, with nothing written, and SIGTERM stops the
+threads with nothing left behind."""
 
 from __future__ import annotations
 
 import gzip
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +79,23 @@ def test_a_bad_line_read_ahead_is_a_clear_error(tmp_path: Path, multi30k_slice: 
     err = capsys.readouterr().err
     assert code == 2 and "table.gz:251:" in err and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == [table]
+
+
+def test_sigterm_while_the_reader_waits_on_stdin_leaves_nothing(tmp_path: Path,
+                                                                  multi30k_slice: dict[str, Path]) -> None:
+    out = tmp_path / "scored.gz"
+    process = subprocess.Popen([sys.executable, "-m", "rerank", "-q", "score-table", "-", "-o", str(out), "--model",
+                                str(MODELS / "encdec"), "--threads", "1"], stdin=subprocess.PIPE, cwd=REPO)
+    try:
+        assert process.stdin is not None
+        process.stdin.write(gzip.decompress(multi30k_slice["phrase_table"].read_bytes()))
+        process.stdin.flush()  # stdin stays open: the reading thread waits for more
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".scored.gz.*.tmp")):
+            assert time.monotonic() < deadline and process.poll() is None, "the temporary output never appeared"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 128 + signal.SIGTERM
+    finally:
+        process.kill()
+    assert list(tmp_path.iterdir()) == []
