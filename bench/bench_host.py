@@ -15,6 +15,7 @@ import argparse
 import gzip
 import itertools
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -62,14 +63,18 @@ def main() -> None:
     parser.add_argument("--precision", default="int8")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval, seconds (default Python's)")
     args = parser.parse_args()
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         table = Path(tmp) / "table.gz"
         with gzip.open(args.table, "rb") as src, gzip.open(table, "wb", compresslevel=GZIP_LEVEL) as out:
             out.writelines(itertools.islice(src, args.lines))
         print(f"{args.lines:,} lines of {args.table.name}, {args.model.name} {args.precision}, {args.threads} "
-              f"torch thread(s), load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+              f"torch thread(s), switch interval {sys.getswitchinterval() * 1000:g} ms, load "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print("| run | pairs/s | wall s | model s | host-only s (share of wall) | process CPU s |")
         print("|---|---|---|---|---|---|")
         outputs = {}

@@ -8,15 +8,21 @@ runs the same code in the calling thread). Memory stays bounded by ``depth`` ite
 exception in a worker thread is raised again, as it was, in the calling thread (a
 :class:`~rerank.errors.FormatError` stays the clear error it was); an exception in the calling
 thread (Ctrl-C, SIGTERM) stops the workers at their next item. The workers run in a copy of the
-calling thread's context (:mod:`contextvars`), so that settings held there hold in them too. A thread
-blocked reading a pipe cannot be stopped (nor the interpreter end cleanly while it holds stdin): read
-stdin in the calling thread.
+calling thread's context (:mod:`contextvars`), so that settings held there hold in them too.
+
+While a worker runs, Python's switch interval is 0.5 ms instead of 5: each of the model's operations
+gives up the GIL, and a thread that wants it back waits up to the switch interval while a worker
+parses; at 5 ms a model of many short operations lost to the workers more than it gained
+(``bench/bench_host.py``, one run each on a loaded machine: the model's time grew by a fifth at 5 ms,
+by 4% at 0.5 ms). A thread blocked reading a pipe cannot be stopped (nor the interpreter end cleanly
+while it holds stdin): read stdin in the calling thread.
 """
 
 from __future__ import annotations
 
 import contextvars
 import queue
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
@@ -28,6 +34,29 @@ DEPTH = 4  # items queued each way
 _POLL = 0.1  # seconds between looks at whether the other side stopped
 _STUCK = 5.0  # seconds a stopped worker may take to finish its item (a read or write blocked on a pipe is left)
 _END = object()
+
+
+SWITCH_INTERVAL = 0.0005  # seconds, while workers run (see the module's docstring)
+_switching = threading.Lock()
+_workers = 0
+_interval = 0.0
+
+
+def _worker_started() -> None:
+    global _workers, _interval
+    with _switching:
+        if _workers == 0:
+            _interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(_interval, SWITCH_INTERVAL))
+        _workers += 1
+
+
+def _worker_stopped() -> None:
+    global _workers
+    with _switching:
+        _workers -= 1
+        if _workers == 0:
+            sys.setswitchinterval(_interval)
 
 
 class _Failed:
@@ -69,6 +98,7 @@ def ahead(items: Iterable[T], depth: int = DEPTH, *, enabled: bool = True, name:
 
     context = contextvars.copy_context()
     thread = threading.Thread(target=context.run, args=(produce,), name=name, daemon=True)
+    _worker_started()
     thread.start()
     finished = False
     try:
@@ -84,6 +114,7 @@ def ahead(items: Iterable[T], depth: int = DEPTH, *, enabled: bool = True, name:
         stop.set()
         # stopped early: the thread stops at its next item (a thread blocked reading a terminal is left behind)
         thread.join(None if finished else _STUCK)
+        _worker_stopped()
 
 
 class Behind(Generic[T]):
@@ -102,6 +133,7 @@ class Behind(Generic[T]):
 
     def __enter__(self) -> Behind[T]:
         if self.enabled:
+            _worker_started()
             self.thread.start()
         return self
 
@@ -121,13 +153,16 @@ class Behind(Generic[T]):
                  traceback: TracebackType | None) -> None:
         if not self.enabled:
             return
-        if kind is not None:  # the caller failed: drop what is queued, let the item being written finish
-            self.stop.set()
-            self.thread.join(_STUCK)
-            return
-        self.put(_END)  # type: ignore[arg-type]
-        self.thread.join()
-        self._raise()
+        try:
+            if kind is not None:  # the caller failed: drop what is queued, let the item being written finish
+                self.stop.set()
+                self.thread.join(_STUCK)
+                return
+            self.put(_END)  # type: ignore[arg-type]
+            self.thread.join()
+            self._raise()
+        finally:
+            _worker_stopped()
 
     def _raise(self) -> None:
         if self.error is not None:

@@ -77,7 +77,6 @@ class TrainingConfig:
         below(self, 1, "adadelta_rho", "label_smoothing", "subword_dropout")
         below(self, 1, "lr_decay", or_equal=True)
 
-
     def batch_tokens_on(self, device_type: str) -> int | None:
         """The token budget of a batch on a device of ``device_type`` (``cpu``, ``cuda``), or ``None`` for
         batches of ``batch_size`` pairs."""

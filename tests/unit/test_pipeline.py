@@ -4,13 +4,14 @@ raised as it was in the calling thread, and workers that stop when the caller st
 from __future__ import annotations
 
 import contextvars
+import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
 
 from rerank.errors import FormatError
-from rerank.formats.pipeline import Behind, ahead
+from rerank.formats.pipeline import SWITCH_INTERVAL, Behind, ahead
 
 SETTING: contextvars.ContextVar[str] = contextvars.ContextVar("setting", default="unset")
 
@@ -97,3 +98,12 @@ def test_the_workers_see_the_callers_context() -> None:
     finally:
         SETTING.reset(token)
     assert seen == ["shard 2 of 3"] * 4
+
+
+def test_the_switch_interval_is_short_while_workers_run_and_comes_back() -> None:
+    before = sys.getswitchinterval()
+    seen = []
+    with Behind(lambda _: seen.append(sys.getswitchinterval())) as writer:
+        for item in ahead(range(3)):
+            writer.put(item)
+    assert seen and max(seen) <= SWITCH_INTERVAL and sys.getswitchinterval() == before
