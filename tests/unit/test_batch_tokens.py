@@ -8,9 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+import yaml
 
+from rerank.cli import main
 from rerank.config import from_dict
 from rerank.errors import ConfigError
+from rerank.models.checkpoint import load_state
 from rerank.training.config import GPU_BATCH_TOKENS, TrainingConfig
 from rerank.training.data import token_cuts
 from rerank.training.prepare import PrepareSettings, prepare_parallel
@@ -74,3 +78,30 @@ def test_the_cpu_default_is_batch_size_and_a_gpu_default_fills_it() -> None:
     assert from_dict(TrainingConfig, {"batch_tokens": 3000}, "test").batch_tokens_on("cpu") == 3000
     with pytest.raises(ConfigError, match="batch_tokens: expected an integer of at least 0"):
         from_dict(TrainingConfig, {"batch_tokens": -1}, "test")
+
+
+def test_a_run_in_token_batches_stopped_mid_epoch_resumes_to_the_same_weights(
+        tmp_path: Path, test_data: Path, prepared: PreparedCorpus) -> None:
+    """Token batches of at most 150 padded tokens from pools of 96 pairs: stopped at update 7, the run goes on
+    to update 30 (pools later) as one never stopped."""
+    def run(name: str, updates: int) -> Path:
+        config = {
+            "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4,
+                      "dropout": 0.3},
+            "data": {"prepared": str(prepared.directory),
+                     "valid": {"source": str(test_data / "toy.en"), "target": str(test_data / "toy.fr")}},
+            "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 8, "bucket_window": 3,
+                         "pool_pairs": 96, "batch_tokens": 150, "max_updates": updates, "valid_every": 7,
+                         "threads": 1},
+            "output_dir": str(tmp_path / name),
+        }
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        assert main(["-q", "train", "--config", str(path)]) == 0
+        return tmp_path / name / "checkpoint.pt"
+
+    run("stopped", 7)
+    assert load_state(tmp_path / "stopped" / "checkpoint.pt")["progress"]["batch"] == 7
+    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
+    for key, value in whole.items():
+        assert torch.equal(resumed[key], value), key
