@@ -34,8 +34,6 @@ DEPTH = 4  # items queued each way
 _POLL = 0.1  # seconds between looks at whether the other side stopped
 _STUCK = 5.0  # seconds a stopped worker may take to finish its item (a read or write blocked on a pipe is left)
 _END = object()
-
-
 SWITCH_INTERVAL = 0.0005  # seconds, while workers run (see the module's docstring)
 _switching = threading.Lock()
 _workers = 0
