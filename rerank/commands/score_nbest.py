@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences scored together (default from the config: 64)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
+    parser.add_argument("--no-overlap", dest="overlap", action="store_false",
+                        help="read, parse and write the list in the thread that scores, between blocks, instead of "
+                             "in threads beside it (the output is the same)")
     add_shard_argument(parser, "sentences")
     nmt = parser.add_argument_group("neural translation models")
     nmt.add_argument("--model", action="append", default=[], metavar="DIR",
@@ -51,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     nmt.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
                      help="the matrix multiplies of --model's models and of the config's nmt features (over its "
                           "precision key): fp32, or int8 weights quantized per output row, on the CPU")
+    nmt.add_argument("--max-tokens", type=positive_int, action=StoreOnce, metavar="N",
+                     help="padded target tokens per batch of --model's models and of the config's nmt features "
+                          "(over their max_tokens key; default 4096): bounds memory, and fills a GPU")
     lm = parser.add_argument_group("language model (KenLM)")
     lm.add_argument("--lm", action=StoreOnce, metavar="PATH", help="ARPA or KenLM binary model; adds ln p(hypothesis)")
     lm.add_argument("--lm-label", action=StoreOnce, metavar="LABEL", help="its label (default LM1)")
@@ -118,9 +124,10 @@ def run(args: argparse.Namespace) -> int:
                           "--unk-vocab, --unk-corpus")
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
     specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
-    if args.precision is not None:
-        specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {"precision": args.precision}))
-                 if hasattr(spec.config, "precision") else spec for spec in specs]
+    for key in ("precision", "max_tokens"):
+        if getattr(args, key) is not None:
+            specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {key: getattr(args, key)}))
+                     if hasattr(spec.config, key) else spec for spec in specs]
     needy = [spec.label for spec in specs if spec.needs_source]
     if needy and args.source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
@@ -141,12 +148,12 @@ def run(args: argparse.Namespace) -> int:
         features = [spec.build() for spec in specs]
         with _threads(args.threads):
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
-                        batch_sentences=batch_sentences)
+                        batch_sentences=batch_sentences, overlap=args.overlap)
     if reader is not None:
         settings = {key: getattr(args, key) for key in ("config", "source", "model", "device", "lm", "lm_label",
                                                         "lm_oov", "word_penalty",
                                                         "wp_label", "unk_vocab", "unk_corpus", "shortlist",
-                                                        "unk_label", "precision")}
+                                                        "unk_label", "precision", "max_tokens")}
         settings["batch_sentences"] = batch_sentences
         write_manifest(args.output, reader, command="score-nbest", kind="n-best list", settings=settings)
         if first is None:

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     speed.add_argument("--threads", type=positive_int, action=StoreOnce, metavar="N",
                        help="CPU threads (default: all cores)")
     speed.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: %(default)s)")
+    speed.add_argument("--no-overlap", dest="overlap", action="store_false",
+                       help="read, parse and write the table in the thread that scores, between batches, instead "
+                            "of in threads beside it (the output is the same)")
     speed.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
                        help="the model's matrix multiplies: fp32 (default), or int8 weights quantized per output "
                             "row, on the CPU (faster, scores within a few hundredths of a nat)")
@@ -135,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 scorer = Scorer.load(args.model, torch_device(args.device), scoring)
                 score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                                   show_progress=not args.quiet, count=reader is None)
+                                   show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
         if reader is not None:
             write_manifest(args.output, reader, command="score-table", kind="phrase table",
                            settings={"model": args.model, "encoding": args.encoding, "window": args.window,

@@ -67,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="at most ceil(R x source words) output words (default 2.0)")
     search.add_argument("--batch-size", type=positive_int, metavar="B",
                         help="sentences searched together (default 50)")
+    search.add_argument("--batch-tokens", type=positive_int, metavar="N",
+                        help="instead of --batch-size sentences, as many as fit in N padded source tokens (sentences "
+                             "x the longest, </s> included), from the --batch-size x 20 sorted together; fills a GPU")
     output = parser.add_argument_group("output")
     output.add_argument("--label", metavar="LABEL",
                         help="feature label of the n-best list (default RNN0 for encdec models, RNNsearch0 for "
@@ -88,6 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     device.add_argument("--precision", choices=("fp32", "int8"), default="fp32",
                         help="the models' matrix multiplies: fp32 (default), or int8 weights quantized per output "
                              "row, on the CPU")
+    device.add_argument("--no-overlap", dest="overlap", action="store_false",
+                        help="format and write the outputs in the thread that searches, between batches, instead of "
+                             "in a thread beside it (the output is the same)")
     add_shard_argument(parser, "lines", "the lines before it are counted, for the sentence ids")
 
 
@@ -175,18 +181,22 @@ def run(args: argparse.Namespace) -> int:
     batch_size = args.batch_size or BATCH_SIZE
     ranking = (f"{label} weight {config.weights.model:g}, WP0 weight {config.weights.word_penalty:g}"
                if config.weights else f"{config.length_penalty.kind} length penalty")
-    logger.info("translating %d sentences with %s: beam %d, %s, batches of %d", len(sentences), " + ".join(args.model),
-                config.beam_size, ranking, batch_size)
+    batches = f"batches of {batch_size}" if args.batch_tokens is None else \
+        f"batches of {args.batch_tokens} source tokens (sorted {batch_size * SORT_WINDOW} together)"
+    logger.info("translating %d sentences with %s: beam %d, %s, %s", len(sentences), " + ".join(args.model),
+                config.beam_size, ranking, batches)
     outputs = TranslationOutputs(args.output, nbest=bool(args.nbest), alignments=args.alignments,
                                  attention=args.attention)
     with torch_threads(args.threads), committed_together():  # the outputs appear together
         translate_file(loaded, sentences, outputs, config, label=label, dictionary=dictionary,
-                       batch_size=batch_size, device=args.device, first_id=first_id)
+                       batch_size=batch_size, device=args.device, first_id=first_id, batch_tokens=args.batch_tokens,
+                       show_progress=not args.quiet, overlap=args.overlap)
     if args.shard is not None:
         settings = {key: getattr(args, key) for key in ("model", "beam", "nbest", "length_penalty", "alpha", "weights",
                                                         "max_ratio", "label", "unk_replace", "dictionary",
                                                         "phrase_table", "precision")}
         settings["batch_size"] = batch_size
+        settings["batch_tokens"] = args.batch_tokens
         for path, kind in ((args.output, "n-best list" if args.nbest else "translations"),
                            (args.alignments, "alignments"), (args.attention, "attention")):
             if path is not None:

@@ -17,13 +17,16 @@ from typing import Any
 import numpy as np
 
 from rerank.errors import NonFiniteScore, RerankError, counted
-from rerank.formats.files import display_name, read_lines
-from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, write_nbest
+from rerank.formats.files import STDIO, atomic_output, display_name, read_lines
+from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence
+from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
 from rerank.rescore.feature import Feature, SentenceList, scores_lists
 
 logger = logging.getLogger(__name__)
+
+STDIN_NAME = display_name(STDIO)
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,16 @@ def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_na
     return layout.extended([f.name for f in features], [f.dims for f in features])
 
 
+@dataclass
+class _Block:
+    """A block of sentence ids' hypotheses: the sentences, each with its source, the hypotheses in file order,
+    and the (source, hypothesis) pairs the features score."""
+
+    lists: list[tuple[tuple[str, ...], list[NBestEntry]]]
+    flat: list[NBestEntry]
+    pairs: list[Pair]
+
+
 def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, nbest_name: str,
                  source: SourceText | None = None, batch_sentences: int = 64) -> Iterator[NBestEntry]:
     """The entries with every feature's values appended to field 3, in file order.
@@ -92,27 +105,51 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
     block's sentences, each with its entries. With a ``source``, an n-best id beyond its last line is
     an error; without one, features get an empty source.
     """
-    layout: FeatureLayout | None = None
-    progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
-    hypotheses = 0
+    appender = _Appender(features, nbest_name)
+    for block in _blocks(entries, source, nbest_name, batch_sentences):
+        yield from appender.appended(block, appender.columns(block))
+    appender.done()
+
+
+def _blocks(entries: Iterable[NBestEntry], source: SourceText | None, nbest_name: str,
+            batch_sentences: int) -> Iterator[_Block]:
+    """The blocks of :func:`add_features`, read and parsed."""
     blocks = itertools.groupby(group_by_sentence(entries), key=lambda group: group[0] // batch_sentences)
     for _, block in blocks:
         chunk = list(block)
-        flat = [entry for _, group in chunk for entry in group]
-        if layout is None:
-            layout = extended_layout(flat[0].layout, features, nbest_name)
         lists = list(_with_source(chunk, source, nbest_name))
-        pairs = [(tokens, entry.tokens) for tokens, group in lists for entry in group]
-        columns = [_score(feature, pairs, lists).tolist() for feature in features]  # floats, not numpy scalars
-        for i, entry in enumerate(flat):
-            values = [(f.name, column[i]) for f, column in zip(features, columns, strict=True)]
+        yield _Block(lists, [entry for _, group in chunk for entry in group],
+                     [(tokens, entry.tokens) for tokens, group in lists for entry in group])
+
+
+class _Appender:
+    """The features' values of each block (:meth:`columns`, the model's part) and the entries with them
+    (:meth:`appended`, the host's part), with the progress of both."""
+
+    def __init__(self, features: Sequence[Feature], nbest_name: str):
+        self.features, self.nbest_name = features, nbest_name
+        self.layout: FeatureLayout | None = None
+        self.progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
+        self.hypotheses = 0
+
+    def columns(self, block: _Block) -> list[list[Any]]:
+        if self.layout is None:
+            self.layout = extended_layout(block.flat[0].layout, self.features, self.nbest_name)
+        return [_score(feature, block.pairs, block.lists).tolist() for feature in self.features]  # floats
+
+    def appended(self, block: _Block, columns: list[list[Any]]) -> Iterator[NBestEntry]:
+        assert self.layout is not None
+        for i, entry in enumerate(block.flat):
+            values = [(f.name, column[i]) for f, column in zip(self.features, columns, strict=True)]
             try:
-                yield entry.with_features(values, layout)
+                yield entry.with_features(values, self.layout)
             except NonFiniteScore as e:
-                raise e.in_file(nbest_name) from None
-        progress.update(len(chunk))
-        hypotheses += len(flat)
-    logger.info("scored %s (%s)", summary(progress), counted(hypotheses, "hypothesis", "hypotheses"))
+                raise e.in_file(self.nbest_name) from None
+        self.progress.update(len(block.lists))
+        self.hypotheses += len(block.flat)
+
+    def done(self) -> None:
+        logger.info("scored %s (%s)", summary(self.progress), counted(self.hypotheses, "hypothesis", "hypotheses"))
 
 
 def _with_source(chunk: list[NBestGroup], source: SourceText | None, nbest_name: str
@@ -139,12 +176,24 @@ def _score(feature: Feature, pairs: Sequence[Pair], lists: Sequence[SentenceList
 
 
 def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], features: Sequence[Feature], *,
-                nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64) -> None:
+                nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64,
+                overlap: bool = True) -> None:
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
-    ``features`` appended to every line."""
+    ``features`` appended to every line. With ``overlap``, the list (and the source) are read and parsed by
+    one thread and the lines formatted and written by another while the features score
+    (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read in
+    the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     needy = [f.name for f in features if f.needs_source]
     if needy and source is None:
         raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
     text = SourceText(source) if source is not None else None
-    write_nbest(add_features(entries, features, nbest_name=nbest_name, source=text,
-                             batch_sentences=batch_sentences), output)
+    appender = _Appender(features, nbest_name)
+    with atomic_output(output) as out:
+        def write(scored: tuple[_Block, list[list[Any]]]) -> None:
+            out.write("".join([f"{entry.line()}\n" for entry in appender.appended(*scored)]))
+
+        with Behind(write, enabled=overlap) as writer:
+            read_ahead = overlap and STDIN_NAME not in (nbest_name, text.name if text is not None else None)
+            for block in ahead(_blocks(entries, text, nbest_name, batch_sentences), enabled=read_ahead):
+                writer.put((block, appender.columns(block)))
+    appender.done()

@@ -22,6 +22,7 @@ import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -32,6 +33,8 @@ from rerank.models.checkpoint import LoadedModel, load_model
 from rerank.models.layers import PRECISIONS, node_log_probs
 from rerank.models.seq2seq import DecoderState, Seq2Seq, concat_states, narrow_source
 from rerank.models.vocab import BOS_ID, Vocabulary
+
+P = TypeVar("P", bound=tuple[Any, ...])  # a pair, or a pair with more after it
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,15 @@ class ScoringConfig:
         for name in ("window", "window_source_tokens", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class PreparedWindow:
+    """A window's pairs as ids: the distinct sources (N), the targets (P) and each target's source (P,)."""
+
+    src_ids: list[list[int]]
+    trg_ids: list[list[int]]
+    source_of: np.ndarray
 
 
 class Scorer:
@@ -100,12 +112,21 @@ class Scorer:
 
     def score_window(self, pairs: Sequence[Pair]) -> np.ndarray:
         """ln p (P,) of a list of pairs scored together, each distinct source encoded once."""
+        return self.score_prepared(self.prepare(pairs))
+
+    def prepare(self, pairs: Sequence[Pair]) -> PreparedWindow:
+        """The ids of a window's pairs, each distinct source once: the host's part of :meth:`score_window`,
+        which a thread may do while the model scores another window."""
         distinct: dict[tuple[str, ...], int] = {}
         source_of = np.fromiter((distinct.setdefault(tuple(s), len(distinct)) for s, _ in pairs),
                                 dtype=np.int64, count=len(pairs))
         reverse = self.model.config.reverse_target  # a right-to-left model reads each target reversed
-        return self.score_ids(to_ids(list(distinct), self.src_vocab),
+        return PreparedWindow(to_ids(list(distinct), self.src_vocab),
                               to_ids([t[::-1] if reverse else t for _, t in pairs], self.trg_vocab), source_of)
+
+    def score_prepared(self, window: PreparedWindow) -> np.ndarray:
+        """ln p (P,) of a window made by :meth:`prepare`."""
+        return self.score_ids(window.src_ids, window.trg_ids, window.source_of)
 
     @torch.inference_mode()
     def score_ids(self, src_ids: Sequence[Sequence[int]], trg_ids: Sequence[Sequence[int]],
@@ -187,10 +208,11 @@ class Scorer:
         return concat_states(parts), row_of, lengths
 
 
-def windows(pairs: Iterable[Pair], config: ScoringConfig) -> Iterator[list[Pair]]:
+def windows(pairs: Iterable[P], config: ScoringConfig) -> Iterator[list[P]]:
     """:meth:`Scorer.windows` under ``config``, without a model: nothing carries over a cut, so a stream
-    that starts at a cut of a longer one is cut as the longer one is from there on."""
-    window: list[Pair] = []
+    that starts at a cut of a longer one is cut as the longer one is from there on. An item may carry more
+    than its pair: only its first element, the source, counts."""
+    window: list[P] = []
     sources: set[tuple[str, ...]] = set()
     source_tokens = 0
     for pair in pairs:

@@ -21,32 +21,41 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import STDIO, count_lines, display_name
+from rerank.formats.files import STDIO, atomic_output, count_lines, display_name
 from rerank.formats.moses_ini import MosesIni
-from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry, write_phrase_table
+from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry
+from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.shards import WHITESPACE, starts_table_segment
 from rerank.progress import progress_bar, summary
-from rerank.search.scoring import Scorer
+from rerank.search.scoring import PreparedWindow, Scorer, windows
 
 logger = logging.getLogger(__name__)
 
 
 def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
                        output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
-                       count: bool = True) -> None:
+                       count: bool = True, overlap: bool = True) -> None:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended;
-    with ``count``, the table's lines are counted first, for the progress bar."""
+    with ``count``, the table's lines are counted first, for the progress bar. With ``overlap``, the
+    entries are read, parsed and turned into ids by one thread and the scored lines formatted and written
+    by another, while the model scores (:mod:`rerank.formats.pipeline`): the same bytes are written. A table
+    read from stdin is read in the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     appender = ScoreAppender(scorer, display_name(table), encoding)
     total = count_lines(table, encoding) if count and str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
-
-    def shown(windows: Iterator[list[PhraseEntry]]) -> Iterator[list[PhraseEntry]]:
-        for window in windows:
+    with atomic_output(output, encoding) as out:
+        def write(scored: tuple[list[PhraseEntry], np.ndarray]) -> None:
+            window, log_probs = scored
+            out.write("".join([f"{entry.line()}\n" for entry in appender.with_values(window, log_probs)]))
             progress.update(len(window))
-            yield window
 
-    write_phrase_table(itertools.chain.from_iterable(shown(appender.scored(entries))), output, encoding)
+        with Behind(write, enabled=overlap) as writer:
+            read_ahead = overlap and str(table) != STDIO
+            for window, prepared in ahead(appender.prepared_windows(entries), enabled=read_ahead):
+                writer.put((window, scorer.score_prepared(prepared)))
     logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
                 counted(appender.floored, "value"), MOSES_LOWEST_LOG)
 
@@ -100,13 +109,20 @@ class ScoreAppender:
     def scored(self, entries: Iterable[PhraseEntry]) -> Iterator[list[PhraseEntry]]:
         """The entries with their new score, in order, a window of the scorer at a time (the windows of
         each segment of the table apart)."""
+        for window, prepared in self.prepared_windows(entries):
+            yield self.with_values(window, self.scorer.score_prepared(prepared))
+
+    def prepared_windows(self, entries: Iterable[PhraseEntry]) -> Iterator[tuple[list[PhraseEntry], PreparedWindow]]:
+        """The entries a window of the scorer at a time (each segment of the table apart), with the window's
+        ids ready to score."""
         for _, segment in itertools.groupby(entries, key=_Segments(self.encoding)):
-            ahead, behind = itertools.tee(segment)
-            pairs = ((entry.source.split(), entry.target.split()) for entry in ahead)
-            for log_probs in self.scorer.score_windows(pairs):
-                window = list(itertools.islice(behind, len(log_probs)))
-                yield [self.with_value(entry, log_prob)
-                       for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
+            pairs = ((entry.source.split(), entry.target.split(), entry) for entry in segment)
+            for window in windows(pairs, self.scorer.config):
+                yield [entry for _, _, entry in window], self.scorer.prepare([(s, t) for s, t, _ in window])
+
+    def with_values(self, window: list[PhraseEntry], log_probs: np.ndarray) -> list[PhraseEntry]:
+        """The ``window``'s entries with exp(ln p) appended."""
+        return [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
 
     def with_value(self, entry: PhraseEntry, log_prob: float) -> PhraseEntry:
         """``entry`` with exp(ln p) appended; a non-finite ln p is an error naming the line."""

@@ -15,22 +15,24 @@ import json
 import logging
 import math
 import os
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from rerank.errors import FormatError, NonFiniteScore, RerankError, quoted, shorten
 from rerank.formats.files import atomic_output, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry
+from rerank.formats.pipeline import Behind
 from rerank.formats.streams import chunks
 from rerank.formats.tokens import Tokens
 from rerank.formats.weights import load_weights, weight_vector
-from rerank.models.batching import pad, sorted_batches, to_ids
+from rerank.models.batching import longest_first, pad, sorted_batches, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import Vocabulary
+from rerank.progress import progress_bar, summary
 from rerank.search.alignment import (
     alignment_of,
     attention_record,
@@ -45,32 +47,28 @@ logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 50  # sentences searched together
 SORT_WINDOW = 20  # batches sorted by length together
-PROGRESS_EVERY = 30.0  # seconds between progress lines
 WORD_PENALTY = "WP0"  # −(number of words), Moses' WordPenalty
 
 
 def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens], config: SearchConfig,
               batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu",
-              sort_window: int = SORT_WINDOW) -> Iterator[list[Hypothesis]]:
+              sort_window: int = SORT_WINDOW, batch_tokens: int | None = None) -> Iterator[list[Hypothesis]]:
     """The n-best hypotheses of each sentence, in input order, translated ``batch_size`` at a time
-    (sentences sorted by length within windows of ``sort_window`` batches); a right-to-left model's
-    are turned to read left to right."""
+    (sentences sorted by length within windows of ``sort_window`` batches), or with ``batch_tokens`` in
+    batches of as many sentences of the window as fit in that many padded source tokens (sentences × the
+    longest, ``</s>`` included); a right-to-left model's are turned to read left to right."""
     ids = to_ids(sentences, src_vocab)
     reverse = model.config.reverse_target
-    started = last_report = time.monotonic()
-    done = 0
     for chunk in chunks(ids, batch_size * sort_window):
         results: list[list[Hypothesis]] = [[] for _ in chunk]
-        for batch in sorted_batches([len(s) for s in chunk], batch_size):
+        lengths = [len(s) for s in chunk]
+        batches = sorted_batches(lengths, batch_size) if batch_tokens is None else \
+            token_batches(longest_first(lengths), np.asarray(lengths), batch_tokens)
+        for batch in batches:
             src, src_len = pad([chunk[i] for i in batch])
             for i, hypotheses in zip(batch, beam_search(model, src.to(device), src_len, config), strict=True):
                 results[i] = [left_to_right(h) for h in hypotheses] if reverse else hypotheses
         yield from results
-        done, now = done + len(chunk), time.monotonic()
-        if now - last_report >= PROGRESS_EVERY or done == len(ids):
-            rate = done / max(now - started, 1e-9)
-            logger.info("translated %d/%d sentences (%.1f sentences/s)", done, len(ids), rate)
-            last_report = now
 
 
 def left_to_right(hypothesis: Hypothesis) -> Hypothesis:
@@ -97,22 +95,27 @@ class TranslationOutputs:
 
 def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: TranslationOutputs,
                    config: SearchConfig, *, label: str, dictionary: Mapping[str, str] | None = None,
-                   batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu", first_id: int = 0) -> None:
+                   batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu", first_id: int = 0,
+                   batch_tokens: int | None = None, show_progress: bool = True, overlap: bool = True) -> None:
     """Translate ``sentences`` and write every output atomically: all of them at the end, or none on an error.
 
     ``label`` names the model's ln p in the n-best list; with ``dictionary`` (even an empty one) each
     ``<unk>`` is replaced (see :func:`~rerank.search.alignment.replace_unknowns`). The sentences' ids
-    start at ``first_id`` (a shard's first line's place in its file).
+    start at ``first_id`` (a shard's first line's place in its file). With ``overlap``, the outputs are
+    formatted and written by a thread of their own while the next batches are searched (the same bytes).
     """
     model = loaded.model
     require_attention_for(model, alignments=bool(outputs.alignments), attention=bool(outputs.attention),
                           unk_replace=dictionary is not None)
-    results = translate(model, loaded.src_vocab, sentences, config, batch_size, device)
+    results = translate(model, loaded.src_vocab, sentences, config, batch_size, device, batch_tokens=batch_tokens)
+    progress = progress_bar("sentences", len(sentences), enabled=show_progress)
     with contextlib.ExitStack() as files:
         out = files.enter_context(atomic_output(outputs.output))
         alignments = files.enter_context(atomic_output(outputs.alignments)) if outputs.alignments else None
         attention = files.enter_context(atomic_output(outputs.attention)) if outputs.attention else None
-        for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):
+
+        def write(translated: tuple[int, Tokens, list[Hypothesis]]) -> None:
+            sentence_id, source, hypotheses = translated
             words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
             check_scores(f"sentence {sentence_id} (line {sentence_id - first_id + 1} of the input)", hypotheses,
                          words, label)
@@ -132,6 +135,12 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
             if attention is not None and best is not None:
                 record = attention_record(sentence_id, source, words[0], best)
                 attention.write(json.dumps(record, ensure_ascii=False) + "\n")
+            progress.update()
+
+        with Behind(write, depth=BATCH_SIZE * SORT_WINDOW, enabled=overlap) as writer:
+            for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):
+                writer.put((sentence_id, source, hypotheses))
+    logger.info("translated %s", summary(progress))
 
 
 def read_feature_weights(path: str | os.PathLike[str], label: str) -> FeatureWeights:

@@ -81,3 +81,31 @@ def bucketed_order(lengths: np.ndarray, batch_size: int, window: int, rng: np.ra
         part = part[np.argsort(lengths[part], kind="stable")]
         batches += [part[i: i + batch_size] for i in range(0, len(part), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def token_bucketed_order(keys: np.ndarray, sizes: np.ndarray, batch_tokens: int, chunk: int,
+                         rng: np.random.Generator) -> list[np.ndarray]:
+    """Batches of indices for one epoch filled up to ``batch_tokens`` padded tokens (fairseq's ``max_tokens``):
+    shuffle, sort by ``keys`` inside chunks of ``chunk`` pairs, cut each chunk where one more pair would make
+    the batch's pairs × its largest ``sizes`` exceed ``batch_tokens`` (a pair larger than that is a batch of its
+    own), shuffle the batches."""
+    order = rng.permutation(len(keys))
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = order[start: start + chunk]
+        part = part[np.argsort(keys[part], kind="stable")]
+        batches += [part[cut] for cut in token_cuts(sizes[part], batch_tokens)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def token_cuts(sizes: np.ndarray, batch_tokens: int) -> list[slice]:
+    """Consecutive slices of ``sizes`` (in order), each as long as its count × its largest size stays within
+    ``batch_tokens``, and at least one item long."""
+    cuts, start = [], 0
+    while start < len(sizes):
+        ahead = sizes[start: start + batch_tokens // int(sizes[start]) + 1]  # no more can fit
+        padded = np.maximum.accumulate(ahead) * np.arange(1, len(ahead) + 1)
+        end = start + max(1, int(np.searchsorted(padded, batch_tokens, side="right")))
+        cuts.append(slice(start, end))
+        start = end
+    return cuts

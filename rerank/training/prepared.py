@@ -27,7 +27,7 @@ from rerank.errors import RerankError
 from rerank.formats.shards import file_digest
 from rerank.models.subwords import SubwordVocabulary
 from rerank.models.vocab import EOS_ID, PAD_ID, Vocabulary
-from rerank.training.data import Batch, bucketed_order
+from rerank.training.data import Batch, bucketed_order, token_bucketed_order
 from rerank.training.prepare import FORMAT, MANIFEST, SIDES, VERSION, id_dtype, shard_name
 
 
@@ -201,11 +201,18 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 class EpochPlan:
     """The batches of one epoch (see the module's docstring), each an array of pair indices; ``plan[b]``
-    rebuilds only the pool batch ``b`` is in."""
+    rebuilds only the pool batch ``b`` is in.
 
-    def __init__(self, corpus: PreparedCorpus, batch_size: int, window: int, pool_pairs: int, seed: int, epoch: int):
+    With ``batch_tokens``, a batch is not ``batch_size`` pairs but as many as fit in ``batch_tokens`` padded
+    tokens (pairs × the longest of their sources and targets, ``</s>`` included; fairseq's ``max_tokens``),
+    sorted by that length within windows of ``batch_size × window`` pairs; the blocks and pools are the same.
+    How many batches a pool makes is then known only by making them: the plan makes every pool once when
+    it is built (one pool in memory at a time)."""
+
+    def __init__(self, corpus: PreparedCorpus, batch_size: int, window: int, pool_pairs: int, seed: int, epoch: int,
+                 batch_tokens: int | None = None):
         self.corpus, self.batch_size, self.window = corpus, batch_size, window
-        self.seed, self.epoch = seed, epoch
+        self.seed, self.epoch, self.batch_tokens = seed, epoch, batch_tokens
         n = len(corpus)
         self.block = batch_size * window
         blocks = math.ceil(n / self.block)
@@ -215,10 +222,17 @@ class EpochPlan:
         else:
             order = np.random.default_rng([seed, epoch]).permutation(blocks)
             self.pools = [order[i: i + per_pool] for i in range(0, blocks, per_pool)]
-        sizes = [sum(min(self.block, n - b * self.block) for b in pool.tolist()) for pool in self.pools]
-        self.first = np.cumsum([0, *(math.ceil(s / batch_size) for s in sizes)])
         self._pool = -1
         self._batches: list[np.ndarray] = []
+        if batch_tokens is None:
+            sizes = [sum(min(self.block, n - b * self.block) for b in pool.tolist()) for pool in self.pools]
+            counts = [math.ceil(s / batch_size) for s in sizes]
+        else:
+            counts = []
+            for k in range(len(self.pools)):
+                self._pool, self._batches = k, self._pool_batches(k)
+                counts.append(len(self._batches))
+        self.first = np.cumsum([0, *counts])
 
     def __len__(self) -> int:
         return int(self.first[-1])
@@ -243,5 +257,11 @@ class EpochPlan:
         src, trg = (np.concatenate(side) for side in zip(*(
             self.corpus.range_lengths(b * self.block, min(n, (b + 1) * self.block)) for b in self.pools[k].tolist()),
             strict=True))
+        if self.batch_tokens is not None:  # sort by the longer side, then the source, then the target
+            sizes = np.maximum(src, trg) + 1
+            rank = np.empty(len(sizes), dtype=np.int64)
+            rank[np.lexsort((trg, src, sizes))] = np.arange(len(sizes))
+            return [members[batch] for batch in token_bucketed_order(rank, sizes, self.batch_tokens,
+                                                                      self.block, rng)]
         keys = (src + 1) + (trg + 1) / 1000  # with </s>: sort by source, then target length
         return [members[batch] for batch in bucketed_order(keys, self.batch_size, self.window, rng)]

@@ -384,7 +384,8 @@ class Trainer(TrainingLoop[TrainConfig]):
     def epoch_plan(self, epoch: int) -> EpochPlan:
         """The batches of ``epoch`` (pair indices), the same in every process and after a restart."""
         t = self.config.training
-        return EpochPlan(self.corpus, t.batch_size, t.bucket_window, t.pool_pairs, t.seed, epoch)
+        return EpochPlan(self.corpus, t.batch_size, t.bucket_window, t.pool_pairs, t.seed, epoch,
+                         t.batch_tokens_on(self.device.type))
 
     def _make_optimizer(self) -> torch.optim.Optimizer:
         t = self.config.training
