@@ -6,6 +6,7 @@
 ``moses_ini``: ``moses.ini``: feature functions and weights.
 ``nbest``: Moses n-best lists.
 ``phrase_table``: Moses phrase tables.
+``pipeline``: the host's work in threads beside the model's: reading and parsing ahead, formatting and writing behind.
 ``shards``: contiguous parts of a file (``--shard I/N``), their manifests and their merging.
 ``streams``: records read as streams: the first one, and chunks.
 ``tokens``: what a tokenised sentence is.
