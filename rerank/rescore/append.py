@@ -73,12 +73,23 @@ class SourceText:
         return self._read
 
 
-def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_name: str) -> FeatureLayout:
-    """``layout`` with the features appended; a label the n-best list already has is an error."""
-    clashes = [f.name for f in features if f.name in layout.labels]
+def check_new_labels(layout: FeatureLayout, labels: Sequence[str], nbest_name: str) -> None:
+    """A label the n-best list already has is an error."""
+    clashes = [label for label in labels if label in layout.labels]
     if clashes:
         raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
                           "give the new feature another label")
+
+
+def check_source_given(needy: Sequence[str], source: str | os.PathLike[str] | None) -> None:
+    """Features that read the source (labels ``needy``) need ``source``."""
+    if needy and source is None:
+        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+
+
+def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_name: str) -> FeatureLayout:
+    """``layout`` with the features appended (:func:`check_new_labels`)."""
+    check_new_labels(layout, [f.name for f in features], nbest_name)
     return layout.extended([f.name for f in features], [f.dims for f in features])
 
 
@@ -142,9 +153,7 @@ def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], f
                 nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64) -> None:
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
     ``features`` appended to every line."""
-    needy = [f.name for f in features if f.needs_source]
-    if needy and source is None:
-        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+    check_source_given([f.name for f in features if f.needs_source], source)
     text = SourceText(source) if source is not None else None
     write_nbest(add_features(entries, features, nbest_name=nbest_name, source=text,
                              batch_sentences=batch_sentences), output)

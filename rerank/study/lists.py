@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from rerank.study.checks import unknown_word_list
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
 from rerank.study.runner import Steps, write_file
@@ -32,7 +33,7 @@ def feature_config(config: ExperimentConfig, steps: Steps, models: dict[str, Pat
         {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"]), **device},
         {"kind": "kenlm", "name": "LM1", "path": config.moses.language_model},
         {"kind": "word-penalty", "name": "WP1"},
-        {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
+        {"kind": "unk-penalty", "name": "UNK1", **unknown_word_list(models["rnnsearch"])},
     ]
     seeds = [str(models[name]) for name in models if name.startswith("rnnsearch")]
     extras: dict[str, dict[str, Any]] = {
