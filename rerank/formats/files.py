@@ -205,14 +205,19 @@ def committed_together() -> Iterator[None]:
         raise
     finally:
         _PENDING.reset(token)
-    for i, (tmp, target, name) in enumerate(pending):
-        try:
-            _commit(tmp, target, name)
-        except BaseException:
-            for later, _, _ in pending[i + 1:]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(later)
-            raise
+    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)
+    try:
+        for i, (tmp, target, name) in enumerate(pending):
+            try:
+                _commit(tmp, target, name)
+            except BaseException:
+                for later, _, _ in pending[i + 1:]:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(later)
+                raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(

@@ -130,7 +130,8 @@ def test_unk1_counts_words_not_pieces(tmp_path: Path) -> None:
     from features.word_penalty import UnknownWordCount
 
     pieces = tmp_path / "vocab.trg.txt"
-    pieces.write_text("".join(f"{token}\n" for token in [*SPECIALS, "▁un", "▁homme", "s", "▁vert", "▁la", "▁le", "▁chien"]))
+    tokens = [*SPECIALS, "▁un", "▁homme", "s", "▁vert", "▁la", "▁le", "▁chien"]
+    pieces.write_text("".join(f"{token}\n" for token in tokens))
     with pytest.raises(ConfigError, match="expected words, got the pieces of a subword model"):
         UnknownWordCount(UnknownWordCount.Config(vocab=str(pieces)))
     assert unknown_word_list(MODELS / "rnnsearch") == {"vocab": str(MODELS / "rnnsearch" / "vocab.trg.txt")}
