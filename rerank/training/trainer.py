@@ -149,6 +149,8 @@ class Trainer:
             self.sampler = SubwordSampler(self.src_vocab, self.trg_vocab, t.subword_dropout,
                                           manifest["settings"]["max_length"], t.seed)
         valid = read_parallel(data.valid.source, data.valid.target)
+        if not valid.sources:
+            raise RerankError(f"{data.valid.source}: expected validation sentences (data.valid), got an empty file")
         if self.config.model.reverse_target:
             valid = valid.reverse_targets()
         self.valid_src = to_ids(valid.sources, self.src_vocab)

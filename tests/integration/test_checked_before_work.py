@@ -335,3 +335,26 @@ def test_the_cli_says_it_for_a_tampered_manifest(prepared: Path, tmp_path: Path)
                             text=True, check=False)
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "settings: expected a mapping" in result.stderr
+
+
+def test_a_subword_vocabulary_below_the_smallest_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                             ) -> None:
+    argv = ["prepare", str(DATA / "toy.en"), str(DATA / "toy.fr"), "-o", str(tmp_path / "p"), "--subwords", "bpe",
+            "--subword-vocab-size", "299"]
+    assert main(argv) == 2
+    assert "--subword-vocab-size: vocab_size: expected an integer of at least 300, got 299" in capsys.readouterr().err
+
+
+def test_an_empty_validation_set_is_refused_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump({
+        "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4},
+        "data": {"train": {"source": str(DATA / "toy.en"), "target": str(DATA / "toy.fr")},
+                 "valid": {"source": str(empty), "target": str(empty)}},
+        "training": {"max_updates": 10, "valid_every": 5, "threads": 1},
+        "output_dir": str(tmp_path / "model")}))
+    assert main(["-q", "train", "--config", str(config)]) == 2
+    assert f"{empty}: expected validation sentences (data.valid), got an empty file" in capsys.readouterr().err
