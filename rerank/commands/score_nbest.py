@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     batch_sentences = config.batch_sentences
     reader = None
     if args.shard is not None:
-        reader = open_shard(args, args.nbest, nbest_blocks(batch_sentences))
+        reader = open_shard(args, nbest_blocks(batch_sentences))
     with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
         first, entries = peek(read_nbest(args.nbest, reader))  # a bad first line fails before any model loads
         if first is None:

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         if args.moses_ini is not None:
             raise RerankError("--moses-ini with --shard: the moses.ini points to the whole table; give "
                               "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
-        reader = open_shard(args, args.input, table_segments())
+        reader = open_shard(args, table_segments())
     table = display_name(args.input)
     # the table and its moses.ini appear together (a shard's manifest goes after its table)
     with committed_together() if reader is None else contextlib.nullcontext():

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         # whole blocks of the sentences translated together (batch size x SORT_WINDOW), as an unsharded run has them
         block = (args.batch_size or BATCH_SIZE) * SORT_WINDOW
-        reader = open_shard(args, args.input, line_blocks(block), numbered=True)
+        reader = open_shard(args, line_blocks(block), numbered=True)
         with reader.file_line_numbers():
             sentences = [line.split() for _, line in reader.lines()]
         first_id = reader.lines_before() if sentences else 0

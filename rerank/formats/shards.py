@@ -375,12 +375,12 @@ def manifest_outputs(outputs: Sequence[tuple[str, str | os.PathLike[str] | None]
             if path is not None and str(path) != STDIO]
 
 
-def open_shard(args: Any, path: str | os.PathLike[str], boundary: Boundary | None = None, *,
-               numbered: bool = False) -> ShardReader:
-    """The reader of ``args.shard`` of the input ``path``, once the command's outputs (``args.outputs``) are
-    checked for a --shard run: each a file, its old manifest removed (so that a run that stops leaves none)."""
+def open_shard(args: Any, boundary: Boundary | None = None, *, numbered: bool = False) -> ShardReader:
+    """The reader of ``args.shard`` of the command's input (the option ``add_shard_argument`` names), once the
+    command's outputs (``args.outputs``) are checked for a --shard run: each a file, its old manifest removed
+    (so that a run that stops leaves none)."""
     shard: Shard = args.shard
-    reader = ShardReader(path, shard, boundary=boundary, numbered=numbered)
+    reader = ShardReader(getattr(args, args.shard_input), shard, boundary=boundary, numbered=numbered)
     for option, output in _outputs(args):
         if str(output) == STDIO:
             raise RerankError(f"--shard {shard}: give every output a file name ({option} is stdout): its manifest "

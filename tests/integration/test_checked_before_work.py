@@ -358,3 +358,20 @@ def test_an_empty_validation_set_is_refused_before_training(tmp_path: Path, caps
         "output_dir": str(tmp_path / "model")}))
     assert main(["-q", "train", "--config", str(config)]) == 2
     assert f"{empty}: expected validation sentences (data.valid), got an empty file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["score-nbest", "score-table", "translate"])
+def test_a_shard_manifest_records_every_option_but_those_declared_not_to_change_the_output(command: str) -> None:
+    from rerank.cli import build_parser
+    from rerank.formats.shards import PLUMBING, shard_settings
+
+    argv = {"score-nbest": ["score-nbest", "L", "--word-penalty", "-o", "out"],
+            "score-table": ["score-table", "T", "--model", "M", "-o", "out"],
+            "translate": ["translate", "--model", "M", "-i", "S", "-o", "out"]}[command]
+    args = build_parser().parse_args([*argv, "--shard", "1/2"])
+    settings = shard_settings(args)
+    declared = {args.shard_input, *args.outputs, *args.shard_same_output}
+    assert set(settings) == set(vars(args)) - PLUMBING - declared
+    assert "threads" not in settings and "device" in settings
+    args.new_option = "x"  # an option a command gains is recorded without a word
+    assert shard_settings(args)["new_option"] == "x"
