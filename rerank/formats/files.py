@@ -1,8 +1,10 @@
 """Reading and writing text files: gzip (read by its magic bytes or the ``.gz`` suffix, written by the
 suffix), ``-`` for stdin/stdout, and the one output layer of every command: outputs checked before
-the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to),
-written atomically with their modes kept (:func:`atomic_output`), several committed together
-(:func:`committed_together`). The promises are listed in docs/guarantees.md.
+the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to, a
+descriptor named through /proc written in place), written atomically with their modes kept
+(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`),
+directories written whole (:func:`output_directory`), and the files of a work directory (:func:`work_file`).
+Nothing else in rerank opens a file for writing. The promises are listed in docs/guarantees.md.
 
 Every reader in :mod:`rerank.formats` goes through :func:`read_lines`, so that CRLF line ends,
 invalid UTF-8 and truncated gzip streams are reported the same way everywhere: as a
