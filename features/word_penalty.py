@@ -12,6 +12,8 @@ from rerank.errors import ConfigError
 from rerank.formats.files import read_lines
 from rerank.formats.tokens import Pair
 
+WORD_START = "\u2581"  # what starts a word's first piece in a sentencepiece vocabulary
+
 
 class WordPenalty:
     """−(number of target words), exactly Moses' ``WordPenalty``."""
@@ -66,6 +68,10 @@ class UnknownWordCount:
         self.words = self._words(config)
         if not self.words:
             raise ConfigError(f"{config.vocab or config.corpus}: empty vocabulary for feature {config.name}")
+        if 2 * sum(word.startswith(WORD_START) for word in self.words) > len(self.words):
+            raise ConfigError(f"{config.vocab or config.corpus}: feature {config.name}: expected words, got the "
+                              f"pieces of a subword model ({WORD_START}...), against which every word is known: give "
+                              "corpus: the target training text (its most frequent words are the shortlist)")
 
     @staticmethod
     def _words(config: Config) -> frozenset[str]:

@@ -12,7 +12,6 @@ full disk) becomes one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -41,7 +40,8 @@ from rerank.commands import (
     tune,
 )
 from rerank.errors import RerankError, did_you_mean, plain
-from rerank.formats.files import DISK_ERRORS, check_outputs
+from rerank.formats.files import DISK_ERRORS, check_outputs, discard_stdout
+from rerank.formats.shards import manifest_outputs
 
 COMMANDS: dict[str, ModuleType] = {
     "score-nbest": score_nbest,
@@ -121,8 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.errno not in DISK_ERRORS:
             raise
         print(f"rerank: error: {e.filename or 'output'}: cannot write: {e.strerror}", file=sys.stderr)
-        with contextlib.suppress(OSError):  # what stdout still holds cannot be written either
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard_stdout()  # what stdout still holds cannot be written either
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("rerank: interrupted", file=sys.stderr)
@@ -132,9 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def command_outputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
-    """The files the command writes, as ``(option, path)`` pairs."""
-    return [(f"--{dest.replace('_', '-')}", getattr(args, dest, None)) for dest in args.outputs]
+def command_outputs(args: argparse.Namespace) -> list[tuple[str, str | os.PathLike[str] | None]]:
+    """The files the command writes, as ``(option, path)`` pairs (with --shard, each output's manifest too)."""
+    outputs = [(f"--{dest.replace('_', '-')}", getattr(args, dest, None)) for dest in args.outputs]
+    if getattr(args, "shard", None) is not None:
+        outputs += manifest_outputs(outputs)
+    return outputs
 
 
 def command_inputs(args: argparse.Namespace) -> list[str]:

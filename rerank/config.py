@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from rerank.errors import ConfigError, FormatError, did_you_mean
+from rerank.errors import ConfigError, FormatError, brief, did_you_mean
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class InvalidValue(ValueError):
     """A configuration value out of its range; :func:`from_dict` adds the file and the key's path."""
 
     def __init__(self, key: str, expected: str, value: object):
-        super().__init__(f"{key}: expected {expected}, got {value!r}")
+        super().__init__(f"{key}: expected {expected}, got {brief(value)}")
         self.key, self.expected, self.value = key, expected, value
 
 
@@ -57,6 +57,7 @@ def below(config: object, maximum: float, *keys: str, or_equal: bool = False) ->
 
 
 ALIAS_BUDGET = 10_000  # values that the aliases of one YAML file may repeat, all aliases together
+ALIAS_BYTES = 1 << 20  # and the bytes of the scalars they repeat
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -65,7 +66,8 @@ class _StrictLoader(yaml.SafeLoader):
     An alias (``*name``, ``<<: *name``) repeats the value of its anchor: a few bytes of nested aliases
     can stand for billions of values, which grow without bound once a reader walks them. Aliases are
     accepted (``yaml.safe_dump`` writes them for shared values) as long as all of a file's aliases
-    together repeat at most :data:`ALIAS_BUDGET` values; a recursive alias is refused. A key given
+    together repeat at most :data:`ALIAS_BUDGET` values and :data:`ALIAS_BYTES` bytes of scalars (one long
+    string aliased many times is as large as many values); a recursive alias is refused. A key given
     twice is an error, not the last value silently kept."""
 
     name = "<yaml>"
@@ -73,7 +75,8 @@ class _StrictLoader(yaml.SafeLoader):
     def __init__(self, stream: str):
         super().__init__(stream)
         self.repeated = 0
-        self.sizes: dict[int, int] = {}  # values under each anchored node, by id
+        self.repeated_bytes = 0
+        self.sizes: dict[int, tuple[int, int]] = {}  # values and scalar bytes under each anchored node, by id
         self.open: set[str] = set()  # anchors whose values are being read
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
@@ -84,10 +87,13 @@ class _StrictLoader(yaml.SafeLoader):
                 raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: the YAML alias *{event.anchor} is "
                                   "inside its own anchor's value")
             if node is not None:
-                self.repeated += self._size(node)
-                if self.repeated > ALIAS_BUDGET:
+                values, size = self._size(node)
+                self.repeated += values
+                self.repeated_bytes += size
+                if self.repeated > ALIAS_BUDGET or self.repeated_bytes > ALIAS_BYTES:
                     raise ConfigError(f"{self.name}:{event.start_mark.line + 1}: the YAML aliases (*{event.anchor}) "
-                                      f"repeat more than {ALIAS_BUDGET:,} values: write the values out")
+                                      f"repeat more than {ALIAS_BUDGET:,} values or {ALIAS_BYTES:,} bytes: write the "
+                                      "values out")
         return super().compose_node(parent, index)
 
     def compose_sequence_node(self, anchor: Any) -> Any:
@@ -107,18 +113,21 @@ class _StrictLoader(yaml.SafeLoader):
         finally:
             self.open.discard(anchor or "")
 
-    def _size(self, node: yaml.Node) -> int:
-        """The number of values under ``node`` once its aliases are expanded."""
+    def _size(self, node: yaml.Node) -> tuple[int, int]:
+        """The number of values under ``node`` once its aliases are expanded, and the bytes of their scalars."""
         known = self.sizes.get(id(node))
         if known is not None:
             return known
-        size = 1
-        if isinstance(node, yaml.SequenceNode):
-            size += sum(self._size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            size += sum(self._size(key) + self._size(value) for key, value in node.value)
-        self.sizes[id(node)] = size
-        return size
+        values, size = 1, 0
+        if isinstance(node, yaml.ScalarNode):
+            size = len(node.value)
+        children = node.value if isinstance(node, yaml.SequenceNode) else \
+            [child for pair in node.value for child in pair] if isinstance(node, yaml.MappingNode) else []
+        for child in children:
+            more_values, more_bytes = self._size(child)
+            values, size = values + more_values, size + more_bytes
+        self.sizes[id(node)] = (values, size)
+        return values, size
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -131,7 +140,7 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the constructor says so below
                 continue
             if first != key_node.start_mark.line + 1:
-                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {key!r} (first at "
+                raise ConfigError(f"{self.name}:{key_node.start_mark.line + 1}: duplicate key {brief(key)} (first at "
                                   f"line {first}): give each key once")
         return super().construct_mapping(node, deep)
 
@@ -192,7 +201,7 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
     if unknown:
         key = str(unknown[0])
         suggestion = did_you_mean(key, fields, f"{prefix}." if prefix else "")
-        raise ConfigError(f"{source}: unknown key {_dotted(prefix, key)!r}{suggestion}; "
+        raise ConfigError(f"{source}: unknown key {brief(_dotted(prefix, key))}{suggestion}; "
                           f"known keys here: {', '.join(sorted(fields))}")
     values = {}
     for name, f in fields.items():
@@ -200,11 +209,11 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
         if name in data:
             values[name] = _convert(hints[name], data[name], source, path)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"{source}: missing required key {path!r}")
+            raise ConfigError(f"{source}: missing required key {brief(path)}")
     try:
         return cls(**values)
     except InvalidValue as e:
-        shown = f"{e.value:g}" if isinstance(e.value, float) else repr(e.value)
+        shown = f"{e.value:g}" if isinstance(e.value, float) else brief(e.value)
         raise ConfigError(f"{source}: {_dotted(prefix, e.key)}: expected {e.expected}, got {shown}") from None
     except (ValueError, TypeError) as e:  # other __post_init__ checks
         raise ConfigError(f"{source}: {where}: {e}") from None
@@ -226,7 +235,7 @@ def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the c
                 value = with_overrides(getattr(result, head), {".".join(rest): value}, source)
             result = dataclasses.replace(result, **{head: value})
         except InvalidValue as e:
-            raise ConfigError(f"{source}: {key}: expected {e.expected}, got {e.value!r}") from None
+            raise ConfigError(f"{source}: {key}: expected {e.expected}, got {brief(e.value)}") from None
         except ValueError as e:  # other __post_init__ checks, whose message may name the key already
             raise ConfigError(f"{source}: {e}" if key in str(e) else f"{source}: {key}: {e}") from None
     return cast(T, result)
@@ -314,42 +323,42 @@ def _convert(hint: Any, value: Any, source: str, path: str) -> Any:
             except ConfigError as e:
                 errors.append(str(e))
         raise ConfigError(errors[0] if len(errors) == 1 else
-                          f"{source}: {path!r}: expected {_describe(hint)}, got {value!r}")
+                          f"{source}: {brief(path)}: expected {_describe(hint)}, got {brief(value)}")
     if origin is typing.Literal:
         if value not in args:
             suggestion = did_you_mean(value, map(str, args)) if isinstance(value, str) else ""
-            raise ConfigError(f"{source}: {path!r}: expected one of {', '.join(map(repr, args))}, got {value!r}"
-                              f"{suggestion}")
+            raise ConfigError(f"{source}: {brief(path)}: expected one of {', '.join(map(repr, args))}, "
+                              f"got {brief(value)}{suggestion}")
         return value
     if origin in (tuple, list):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{source}: {path!r}: expected a list, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected a list, got {brief(value)}")
         item = args[0] if args else Any
         converted = [_convert(item, v, source, f"{path}[{i}]") for i, v in enumerate(value)]
         return tuple(converted) if origin is tuple else converted
     if origin in (dict, Mapping):
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{source}: {path!r}: expected a mapping, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected a mapping, got {brief(value)}")
         return {str(k): _convert(args[1] if args else Any, v, source, f"{path}.{k}") for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
         return from_dict(cast(type[Any], hint), value, source, path)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{source}: {path!r}: expected a number, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected a number, got {brief(value)}")
         if not math.isfinite(value):
-            raise ConfigError(f"{source}: {path!r}: expected a finite number, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected a finite number, got {brief(value)}")
         return float(value)
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{source}: {path!r}: expected an integer, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected an integer, got {brief(value)}")
         return value
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{source}: {path!r}: expected true or false, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected true or false, got {brief(value)}")
         return value
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(f"{source}: {path!r}: expected a string, got {value!r}")
+            raise ConfigError(f"{source}: {brief(path)}: expected a string, got {brief(value)}")
         return value
     raise TypeError(f"unsupported config type {hint!r} at {path}")
 

@@ -6,6 +6,7 @@ import difflib
 import logging
 import math
 import re
+import reprlib
 from collections.abc import Callable, Iterable
 
 _SAID: set[str] = set()
@@ -86,6 +87,18 @@ def log_once(logger: logging.Logger, level: int, message: str, *args: object) ->
 def shorten(text: str, width: int = 80) -> str:
     """``text`` cut to ``width`` characters, with an ellipsis when cut."""
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_BRIEF = reprlib.Repr()
+_BRIEF.maxlevel, _BRIEF.maxstring, _BRIEF.maxlong, _BRIEF.maxother = 3, 60, 40, 60
+_BRIEF.maxtuple = _BRIEF.maxlist = _BRIEF.maxarray = _BRIEF.maxdict = _BRIEF.maxset = _BRIEF.maxfrozenset = \
+    _BRIEF.maxdeque = 4
+
+
+def brief(value: object) -> str:
+    """``repr(value)`` bounded in length and in the work it takes (a value read from a file can be a string of
+    megabytes, or a structure a few aliases blow up): what an error message shows of a value."""
+    return shorten(_BRIEF.repr(value), 120)
 
 
 def check_finite(values: Iterable[tuple[str, Iterable[float]]], where: Callable[[], str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 
 
 def positive_int(text: str) -> int:
@@ -49,14 +50,18 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_shard_argument(parser: argparse.ArgumentParser, unit: str, counting: str = "no counting pass") -> None:
-    """``--shard I/N``: the command does only part I of N of its input (``unit`` says what the parts hold,
-    ``counting`` what is read before the part)."""
+def add_shard_argument(parser: argparse.ArgumentParser, unit: str, counting: str = "no counting pass", *,
+                       input_option: str, same_output: Sequence[str] = ()) -> None:
+    """``--shard I/N``: the command does only part I of N of its input (``input_option``, the dest of its
+    option; ``unit`` says what the parts hold, ``counting`` what is read before the part). Every other option
+    is recorded in the shard manifests, as one that may change the output, but those of ``same_output``
+    (threads, say)."""
     parser.add_argument(
         "--shard", type=shard_argument, metavar="I/N",
         help=f"process only part I of N of the input (1-based: 1/8 ... 8/8), a contiguous range of its {unit} "
              f"found from the file's size ({counting}); -o names this part's output, and OUT.shard.yaml "
              "beside it is what `rerank merge-shards` needs to join the parts")
+    parser.set_defaults(shard_input=input_option, shard_same_output=tuple(same_output))
 
 
 def shard_argument(text: str) -> object:

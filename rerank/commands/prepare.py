@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from rerank.commands.arguments import positive_int
+from rerank.config import with_overrides
 from rerank.errors import RerankError
 from rerank.models.config import SubwordConfig
 
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rerank.training.prepare import PrepareSettings, prepare_parallel, prepare_phrase_table
 
-    subwords = None if args.subwords is None else SubwordConfig(type=args.subwords, vocab_size=args.subword_vocab_size)
+    subwords = None if args.subwords is None else with_overrides(
+        SubwordConfig(type=args.subwords), {"vocab_size": args.subword_vocab_size}, source="--subword-vocab-size")
     settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs, subwords)
     if args.phrase_table is not None:
         if args.source is not None:

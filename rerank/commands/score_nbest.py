@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-overlap", dest="overlap", action="store_false",
                         help="read, parse and write the list in the thread that scores, between blocks, instead of "
                              "in threads beside it (the output is the same)")
-    add_shard_argument(parser, "sentences")
+    add_shard_argument(parser, "sentences", input_option="nbest", same_output=("threads", "overlap"))
     nmt = parser.add_argument_group("neural translation models")
     nmt.add_argument("--model", action="append", default=[], metavar="DIR",
                      help="a model directory written by `rerank train` (examples/models/rnnsearch); adds its "
@@ -112,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
     from rerank.features.registry import read_specs
     from rerank.formats.files import display_name
     from rerank.formats.nbest import read_nbest
-    from rerank.formats.shards import ShardReader, check_shard_output, nbest_blocks, write_manifest
+    from rerank.formats.shards import nbest_blocks, open_shard, write_manifests
     from rerank.formats.streams import peek
-    from rerank.rescore.append import RescoreConfig, score_nbest
+    from rerank.rescore.append import RescoreConfig, check_new_labels, check_source_given, score_nbest
 
     config = with_overrides(load_config(RescoreConfig, args.config) if args.config else RescoreConfig(),
                             {"batch_sentences": args.batch_sentences})
@@ -128,34 +128,25 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, key) is not None:
             specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {key: getattr(args, key)}))
                      if hasattr(spec.config, key) else spec for spec in specs]
-    needy = [spec.label for spec in specs if spec.needs_source]
-    if needy and args.source is None:
-        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+    check_source_given([spec.label for spec in specs if spec.needs_source], args.source)
     nbest_name = display_name(args.nbest)
     batch_sentences = config.batch_sentences
     reader = None
     if args.shard is not None:
-        reader = ShardReader(args.nbest, args.shard, boundary=nbest_blocks(batch_sentences))
-        check_shard_output(args.shard, args.output)
+        reader = open_shard(args, nbest_blocks(batch_sentences))
     with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
         first, entries = peek(read_nbest(args.nbest, reader))  # a bad first line fails before any model loads
         if first is None:
             if reader is None:
                 logger.warning("%s is empty: nothing to score", nbest_name)
-        elif clashes := [spec.label for spec in specs if spec.label in first.layout.labels]:
-            raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
-                              "give the new feature another label")
+        else:
+            check_new_labels(first.layout, [spec.label for spec in specs], nbest_name)
         features = [spec.build() for spec in specs]
         with _threads(args.threads):
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
                         batch_sentences=batch_sentences, overlap=args.overlap)
     if reader is not None:
-        settings = {key: getattr(args, key) for key in ("config", "source", "model", "device", "lm", "lm_label",
-                                                        "lm_oov", "word_penalty",
-                                                        "wp_label", "unk_vocab", "unk_corpus", "shortlist",
-                                                        "unk_label", "precision", "max_tokens")}
-        settings["batch_sentences"] = batch_sentences
-        write_manifest(args.output, reader, command="score-nbest", kind="n-best list", settings=settings)
+        write_manifests(args, reader, {"output": "n-best list"}, batch_sentences=batch_sentences)
         if first is None:
             logger.info("%s: shard %s of %s has no sentences: wrote an empty list", args.output, args.shard,
                         nbest_name)

@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, action=StoreOnce, metavar="DIR",
                         help="model directory written by rerank train")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
-    add_shard_argument(parser, "lines")
+    add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
     ini = parser.add_argument_group("moses.ini")
     ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
     ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO, committed_together, display_name
     from rerank.formats.phrase_table import read_phrase_table
-    from rerank.formats.shards import ShardReader, check_shard_output, table_segments, write_manifest
+    from rerank.formats.shards import open_shard, table_segments, write_manifests
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.search.scoring import Scorer, ScoringConfig
@@ -112,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
         if args.moses_ini is not None:
             raise RerankError("--moses-ini with --shard: the moses.ini points to the whole table; give "
                               "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
-        reader = ShardReader(args.input, args.shard, boundary=table_segments())
-        check_shard_output(args.shard, args.output)
+        reader = open_shard(args, table_segments())
     table = display_name(args.input)
     # the table and its moses.ini appear together (a shard's manifest goes after its table)
     with committed_together() if reader is None else contextlib.nullcontext():
@@ -140,9 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
                                    show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
         if reader is not None:
-            write_manifest(args.output, reader, command="score-table", kind="phrase table",
-                           settings={"model": args.model, "encoding": args.encoding, "window": args.window,
-                                     "max_tokens": args.max_tokens, "precision": args.precision})
+            write_manifests(args, reader, {"output": "phrase table"})
             if first is None:
                 logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
         elif first is None:

@@ -94,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     device.add_argument("--no-overlap", dest="overlap", action="store_false",
                         help="format and write the outputs in the thread that searches, between batches, instead of "
                              "in a thread beside it (the output is the same)")
-    add_shard_argument(parser, "lines", "the lines before it are counted, for the sentence ids")
+    add_shard_argument(parser, "lines", "the lines before it are counted, for the sentence ids", input_option="input",
+                       same_output=("threads", "overlap"))
 
 
 def search_config(args: argparse.Namespace) -> SearchConfig:
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.dictionaries import phrase_table_dictionary, read_dictionary
     from rerank.formats.files import committed_together, display_name, read_lines
     from rerank.formats.nbest import check_label
-    from rerank.formats.shards import ShardReader, check_shard_output, line_blocks, write_manifest
+    from rerank.formats.shards import line_blocks, open_shard, write_manifests
     from rerank.models.checkpoint import load_model
     from rerank.models.config import default_label
     from rerank.models.device import torch_device, torch_threads
@@ -157,8 +158,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         # whole blocks of the sentences translated together (batch size x SORT_WINDOW), as an unsharded run has them
         block = (args.batch_size or BATCH_SIZE) * SORT_WINDOW
-        reader = ShardReader(args.input, args.shard, boundary=line_blocks(block), numbered=True)
-        check_shard_output(args.shard, args.output, args.alignments, args.attention)
+        reader = open_shard(args, line_blocks(block), numbered=True)
         with reader.file_line_numbers():
             sentences = [line.split() for _, line in reader.lines()]
         first_id = reader.lines_before() if sentences else 0
@@ -192,13 +192,6 @@ def run(args: argparse.Namespace) -> int:
                        batch_size=batch_size, device=args.device, first_id=first_id, batch_tokens=args.batch_tokens,
                        show_progress=not args.quiet, overlap=args.overlap)
     if args.shard is not None:
-        settings = {key: getattr(args, key) for key in ("model", "beam", "nbest", "length_penalty", "alpha", "weights",
-                                                        "max_ratio", "label", "unk_replace", "dictionary",
-                                                        "phrase_table", "precision")}
-        settings["batch_size"] = batch_size
-        settings["batch_tokens"] = args.batch_tokens
-        for path, kind in ((args.output, "n-best list" if args.nbest else "translations"),
-                           (args.alignments, "alignments"), (args.attention, "attention")):
-            if path is not None:
-                write_manifest(path, reader, command="translate", kind=kind, settings=settings)
+        write_manifests(args, reader, {"output": "n-best list" if args.nbest else "translations",
+                                       "alignments": "alignments", "attention": "attention"}, batch_size=batch_size)
     return 0

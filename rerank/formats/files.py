@@ -1,8 +1,10 @@
 """Reading and writing text files: gzip (read by its magic bytes or the ``.gz`` suffix, written by the
 suffix), ``-`` for stdin/stdout, and the one output layer of every command: outputs checked before
-the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to),
-written atomically with their modes kept (:func:`atomic_output`), several committed together
-(:func:`committed_together`). The promises are listed in docs/guarantees.md.
+the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to, a
+descriptor named through /proc written in place), written atomically with their modes kept
+(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`),
+directories written whole (:func:`output_directory`), and the files of a work directory (:func:`work_file`).
+Nothing else in rerank opens a file for writing. The promises are listed in docs/guarantees.md.
 
 Every reader in :mod:`rerank.formats` goes through :func:`read_lines`, so that CRLF line ends,
 invalid UTF-8 and truncated gzip streams are reported the same way everywhere: as a
@@ -17,12 +19,14 @@ import errno
 import gzip
 import io
 import os
+import re
 import secrets
+import shutil
 import signal
 import stat
 import sys
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO, cast
@@ -131,7 +135,8 @@ def atomic_output(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iter
     :func:`committed_together`, the rename waits for the end of that block. A ``.gz`` suffix
     writes gzip.
     """
-    if str(path) == STDIO:
+    if str(path) == STDIO or own_descriptor(path) == STDOUT_FD:
+        sys.stdout.flush()
         yield sys.stdout
         sys.stdout.flush()
         return
@@ -148,6 +153,10 @@ def atomic_binary_output(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         sys.stdout.buffer.flush()
         return
     output = check_output(path)
+    if output.descriptor is not None:
+        with _writing(path), _descriptor(output.descriptor) as raw, _compressed(raw, output.target) as binary:
+            yield binary
+        return
     if output.stream:
         with _writing(path), open(output.target, "wb") as raw, _compressed(raw, output.target) as binary:
             yield binary
@@ -198,14 +207,19 @@ def committed_together() -> Iterator[None]:
         raise
     finally:
         _PENDING.reset(token)
-    for i, (tmp, target, name) in enumerate(pending):
-        try:
-            _commit(tmp, target, name)
-        except BaseException:
-            for later, _, _ in pending[i + 1:]:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(later)
-            raise
+    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)
+    try:
+        for i, (tmp, target, name) in enumerate(pending):
+            try:
+                _commit(tmp, target, name)
+            except BaseException:
+                for later, _, _ in pending[i + 1:]:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(later)
+                raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
@@ -254,6 +268,79 @@ class Output:
     stream: bool
     mode: int | None
     identity: tuple[int, int] | None  # (st_dev, st_ino) of the existing file
+    descriptor: int | None = None  # a file descriptor of rerank's own, named through /proc (/dev/stdout)
+
+    @property
+    def to_stdout(self) -> bool:
+        return self.path == STDIO or self.descriptor == STDOUT_FD
+
+
+STDOUT_FD, STDERR_FD = 1, 2
+OWN_DESCRIPTOR = re.compile(r"/proc/(?:self|thread-self|(\d+)(?:/task/\d+)?)/fd/(\d+)")
+MAX_LINK_HOPS = 40  # as the kernel's limit on symbolic links followed in one path
+
+
+def through_proc(path: str | os.PathLike[str]) -> str | None:
+    """The path under /proc that ``path`` reaches when its symbolic links are followed one by one
+    (``/dev/stdout`` reaches ``/proc/self/fd/1``), or None when it reaches none. A link in /proc/PID/fd names
+    an open file, not a path: writing "through" it must write to the descriptor, never replace its file."""
+    remaining = [part for part in os.path.abspath(path).split("/") if part]
+    current = "/"
+    hops = 0
+    while remaining:
+        part = remaining.pop(0)
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        if part == ".":
+            continue
+        candidate = os.path.join(current, part)
+        if candidate == "/proc":
+            return "/".join([candidate, *remaining])
+        if hops < MAX_LINK_HOPS and os.path.islink(candidate):
+            hops += 1
+            target = os.readlink(candidate)
+            remaining = [p for p in target.split("/") if p] + remaining
+            if target.startswith("/"):
+                current = "/"
+            continue
+        current = candidate
+    return None
+
+
+def own_descriptor(path: str | os.PathLike[str]) -> int | None:
+    """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/dev/fd/3``,
+    ``/proc/self/fd/1``), or None; a path that reaches another part of /proc is a
+    :class:`~rerank.errors.RerankError`."""
+    if str(path) == STDIO:
+        return None
+    proc = through_proc(path)
+    if proc is None:
+        return None
+    match = OWN_DESCRIPTOR.fullmatch(proc)
+    if match is None or match.group(1) not in (None, str(os.getpid())):
+        raise RerankError(f"{path}: cannot write: it names {proc}, which is not one of rerank's own open files "
+                          "(give a file, a device, a FIFO, /dev/stdout or -)")
+    descriptor = int(match.group(2))
+    try:
+        os.fstat(descriptor)
+    except OSError as e:
+        raise RerankError(f"{path}: cannot write: file descriptor {descriptor}: {e.strerror}") from None
+    return descriptor
+
+
+@contextlib.contextmanager
+def _descriptor(descriptor: int) -> Iterator[BinaryIO]:
+    """The open file ``descriptor`` as a binary stream written in place (at its offset, in its mode: a shell's
+    ``>>`` keeps appending), flushed but not closed at the end."""
+    if descriptor in (STDOUT_FD, STDERR_FD):
+        text = sys.stdout if descriptor == STDOUT_FD else sys.stderr
+        text.flush()
+        yield text.buffer
+        text.buffer.flush()
+        return
+    with os.fdopen(os.dup(descriptor), "wb") as raw:
+        yield raw
 
 
 def check_output(path: str | os.PathLike[str]) -> Output:
@@ -264,6 +351,9 @@ def check_output(path: str | os.PathLike[str]) -> Output:
     name = str(path)
     if name == STDIO:
         return Output(name, Path(name), True, None, None)
+    descriptor = own_descriptor(path)
+    if descriptor is not None:
+        return Output(name, Path(name), True, None, None, descriptor)
     try:
         info: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
@@ -297,7 +387,7 @@ def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
     ``inputs`` (the same device and inode, whatever the names: a hard link or a symbolic link is the same file).
     A directory among the inputs (a model directory) stands for the files in it."""
     checked = [(option, check_output(path)) for option, path in outputs if path is not None]
-    to_stdout = [option for option, output in checked if output.path == STDIO]
+    to_stdout = [option for option, output in checked if output.to_stdout]
     if len(to_stdout) > 1:
         raise RerankError(f"{' and '.join(to_stdout)} both write to stdout: give all but one of them a file")
     read: dict[tuple[int, int], str] = {}
@@ -338,6 +428,110 @@ def make_output_dir(path: str | os.PathLike[str], what: str) -> Path:
     except OSError as e:
         raise RerankError(f"{what} {path}: cannot make the directory: {e.strerror}") from None
     return directory
+
+
+@contextlib.contextmanager
+def output_directory(path: str | os.PathLike[str], what: str, inputs: Iterable[str | os.PathLike[str]] = (),
+                     replaceable: Callable[[Path], bool] = lambda directory: True) -> Iterator[Path]:
+    """A directory written as one output (a model directory, prepared data): the block writes into a new
+    directory beside ``path``, which becomes ``path`` when the block ends without an exception; an error, a full
+    disk or a signal leaves nothing. ``what`` names it in errors. ``path`` must not be one of ``inputs`` (the same
+    device and inode: a bind mount or a link to it is the same directory); an existing directory is replaced
+    (whole) only where ``replaceable`` says so, when checked first and again at the end (a run beside this one
+    that made it meanwhile)."""
+    target = Path(path)
+    check_output_directory(path, what, inputs, replaceable)
+    parent = Path(os.path.abspath(target)).parent
+    make_output_dir(parent, f"the directory of {path}")
+    work = parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)  # as in atomic_binary_output
+    try:
+        os.mkdir(work)
+    except OSError as e:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise RerankError(f"{path}: cannot write {what}: {e.strerror}") from None
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        yield work
+        _commit_directory(work, target, what, replaceable)
+    except OSError as e:
+        where = f" ({Path(e.filename).name})" if e.filename else ""
+        reason = e.strerror or f"a write stopped short ({e}): is the disk full?"
+        raise RerankError(f"{path}: cannot write {what}{where}: {reason}; nothing was kept") from None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _commit_directory(work: Path, target: Path, what: str, replaceable: Callable[[Path], bool]) -> None:
+    if not os.path.lexists(target):
+        os.rename(work, target)
+        return
+    if not replaceable(target):
+        raise RerankError(f"{target}: cannot write {what}: the directory was made meanwhile (by another run?); "
+                          "nothing was kept")
+    old = target.with_name(f".{target.name}.{secrets.token_hex(4)}.old")
+    os.rename(target, old)
+    os.rename(work, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def work_file(path: str | os.PathLike[str], append: bool = False) -> BinaryIO:
+    """A file of a work directory opened for writing in place (emptied first, or ``append``-ed to): a log, what a
+    child process writes for rerank to read back, a part of a directory that :func:`output_directory` commits
+    whole. Not atomic: its content counts only once the step that writes it has finished."""
+    try:
+        return open(path, "ab" if append else "wb")
+    except OSError as e:
+        raise RerankError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def work_text(path: str | os.PathLike[str], append: bool = False) -> TextIO:
+    """:func:`work_file` as UTF-8 text with ``\\n`` line ends."""
+    return io.TextIOWrapper(work_file(path, append), encoding="utf-8", newline="\n")
+
+
+def discard_stdout() -> None:
+    """Point file descriptor 1 at /dev/null: what stdout still buffers, after a write to it failed, goes nowhere."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), STDOUT_FD)
+
+
+def check_output_directory(path: str | os.PathLike[str], what: str, inputs: Iterable[str | os.PathLike[str]] = (),
+                           replaceable: Callable[[Path], bool] = lambda directory: True) -> os.stat_result | None:
+    """Check ``path`` as :func:`output_directory` does, before the work starts; its ``stat`` if it exists."""
+    info = _stat(Path(path))
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        raise RerankError(f"{path}: cannot write {what}: it is a file, not a directory")
+    for source in inputs:
+        source_info = _stat(Path(source))
+        if info is not None and source_info is not None and os.path.samestat(info, source_info):
+            raise RerankError(f"{path}: cannot write {what}: it is also an input ({source}); rerank never writes "
+                              "over its input: give a new directory")
+    if info is not None and not replaceable(Path(path)):
+        raise RerankError(f"{path}: cannot write {what}: the directory holds another run's files; give a new "
+                          "directory")
+    return info
+
+
+def save_torch(state: object, path: str | os.PathLike[str]) -> None:
+    """``torch.save`` of ``state`` as an atomic output (:func:`atomic_binary_output`): a kill never leaves half
+    an archive, and a write that fails (a full disk) is a :class:`~rerank.errors.RerankError` naming ``path``."""
+    import torch
+
+    try:
+        with atomic_binary_output(path) as out:
+            torch.save(state, out)
+    except RuntimeError as e:  # torch's archive writer reports a failed write so
+        if "writ" not in str(e):
+            raise
+        raise RerankError(f"{path}: cannot write: {str(e).splitlines()[0]}") from None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 def _files_of(path: str | os.PathLike[str]) -> list[str]:

@@ -38,7 +38,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from rerank.config import GZIP_MAGIC, load_yaml
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, RerankError, brief
 from rerank.formats.files import (
     STDIO,
     atomic_binary_output,
@@ -55,11 +55,12 @@ TABLE_SEGMENT = 4096  # a phrase table's segments start at a source whose CRC-32
 MANIFEST_SUFFIX = ".shard.yaml"
 FINGERPRINT_BYTES = 1 << 16  # hashed at each end of the input, with its size
 CHUNK = 1 << 20
+MAX_SHARDS = 100_000  # N of --shard I/N, at most: far more than a cluster's array jobs
 WHITESPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips
 
 # Whether a line (its bytes without "\n" and its number in the file) starts a group, after the line before it.
 Boundary = Callable[[bytes, bytes, int], bool]
-Settings = Mapping[str, str | int | float | bool | None]
+Settings = Mapping[str, object]
 
 
 def table_segments(modulus: int | None = None) -> Boundary:
@@ -101,6 +102,8 @@ class Shard:
     count: int
 
     def __post_init__(self) -> None:
+        if self.count > MAX_SHARDS:
+            raise ValueError(f"expected I/N with N at most {MAX_SHARDS:,}, got {self.index}/{self.count}")
         if not 1 <= self.index <= self.count:
             raise ValueError(f"expected I/N with 1 <= I <= N (1-based: 1/{max(self.count, 1)} is the first), "
                              f"got {self.index}/{self.count}")
@@ -110,7 +113,7 @@ class Shard:
         """``"3/8"`` -> ``Shard(3, 8)``; anything else is a ValueError that says what is expected."""
         index, sep, count = text.strip().partition("/")
         if not (sep and index.isascii() and index.isdigit() and count.isascii() and count.isdigit()):
-            raise ValueError(f"expected I/N, e.g. 3/8 for part 3 of 8 (1-based), got {text!r}")
+            raise ValueError(f"expected I/N, e.g. 3/8 for part 3 of 8 (1-based), got {brief(text)}")
         return cls(int(index), int(count))
 
     def __str__(self) -> str:
@@ -359,14 +362,29 @@ def manifest_path(output: str | os.PathLike[str]) -> Path:
     return Path(f"{output}{MANIFEST_SUFFIX}")
 
 
-def check_shard_output(shard: Shard, *outputs: str | os.PathLike[str] | None) -> None:
-    """A shard's outputs must be files (their manifests go beside them); an old manifest of one is removed,
-    so that a run that stops leaves none."""
-    for output in outputs:
-        if output is None:
-            continue
+# What a command's parsed arguments hold besides its options: never a setting of its output.
+PLUMBING = frozenset({"command", "run", "outputs", "inputs", "quiet", "shard", "shard_input", "shard_same_output"})
+
+
+def manifest_outputs(outputs: Sequence[tuple[str, str | os.PathLike[str] | None]]
+                     ) -> list[tuple[str, str | os.PathLike[str] | None]]:
+    """The manifests a --shard run writes beside its outputs, as ``(option, path)`` pairs for
+    :func:`~rerank.formats.files.check_outputs`: checked like any output, so that a manifest never lands on an
+    input (a config named ``OUT.shard.yaml``)."""
+    return [(f"{option} (its manifest)", manifest_path(path)) for option, path in outputs
+            if path is not None and str(path) != STDIO]
+
+
+def open_shard(args: Any, boundary: Boundary | None = None, *, numbered: bool = False) -> ShardReader:
+    """The reader of ``args.shard`` of the command's input (the option ``add_shard_argument`` names), once the
+    command's outputs (``args.outputs``) are checked for a --shard run: each a file, its old manifest removed
+    (so that a run that stops leaves none)."""
+    shard: Shard = args.shard
+    reader = ShardReader(getattr(args, args.shard_input), shard, boundary=boundary, numbered=numbered)
+    for option, output in _outputs(args):
         if str(output) == STDIO:
-            raise RerankError(f"--shard {shard}: give every output a file name (-o OUT): its manifest goes beside it")
+            raise RerankError(f"--shard {shard}: give every output a file name ({option} is stdout): its manifest "
+                              "goes beside it")
         check_output(manifest_path(output))
         try:
             manifest_path(output).unlink()
@@ -374,6 +392,42 @@ def check_shard_output(shard: Shard, *outputs: str | os.PathLike[str] | None) ->
             pass
         except OSError as e:
             raise RerankError(f"{manifest_path(output)}: cannot remove the old manifest: {e.strerror}") from None
+    return reader
+
+
+def shard_settings(args: Any, **resolved: object) -> dict[str, object]:
+    """What a shard manifest records of the command's settings: every option of ``args`` but the input, the
+    outputs and those the command declares do not change its output (``add_shard_argument(same_output=...)``),
+    with ``resolved`` values (a default taken from a config) over them. An option a command gains is recorded
+    without a word, so that shards made with different values of it are never joined."""
+    skipped = PLUMBING | set(args.outputs) | {args.shard_input} | set(args.shard_same_output)
+    settings = {key: _plain(value) for key, value in sorted(vars(args).items()) if key not in skipped}
+    settings.update((key, _plain(value)) for key, value in resolved.items())
+    return settings
+
+
+def write_manifests(args: Any, reader: ShardReader, kinds: Mapping[str, str], **resolved: object) -> None:
+    """The manifests of a finished --shard run: one beside each output the command wrote (``kinds``: option dest
+    → the kind of output), with :func:`shard_settings`."""
+    settings = shard_settings(args, **resolved)
+    for dest, kind in kinds.items():
+        output = getattr(args, dest)
+        if output is not None:
+            write_manifest(output, reader, command=args.command, kind=kind, settings=settings)
+
+
+def _outputs(args: Any) -> list[tuple[str, str]]:
+    return [(f"--{dest.replace('_', '-')}", getattr(args, dest)) for dest in args.outputs
+            if getattr(args, dest, None) is not None]
+
+
+def _plain(value: object) -> object:
+    """A setting as YAML writes and reads it back the same: lists stay lists, anything else not plain is text."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return str(value)
 
 
 def fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -447,12 +501,14 @@ class ShardOutput:
                 value = value.get(key) if isinstance(value, dict) else None
             if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
                 raise FormatError(str(manifest), None, f"{'.'.join(keys)} in a shard manifest written by rerank",
-                                  got=repr(value))
+                                  got=value if isinstance(value, str) else brief(value))
             return value
+        text = field("shard", kind=str)
         try:
-            shard = Shard.parse(field("shard", kind=str))
-        except ValueError as e:
-            raise FormatError(str(manifest), None, "shard: I/N", got=str(e)) from None
+            shard = Shard.parse(text)
+        except ValueError:
+            raise FormatError(str(manifest), None, f"shard: I/N with 1 <= I <= N <= {MAX_SHARDS:,}",
+                              got=text) from None
         return cls(Path(path), shard, field("command", kind=str), field("kind", kind=str), field("input", kind=dict),
                    field("settings", kind=dict), field("range", "start"), field("range", "end"),
                    field("range", "to_end", kind=bool), field("output", "bytes"), field("output", "sha256", kind=str))
@@ -481,8 +537,8 @@ def check_shards(paths: Sequence[str | os.PathLike[str]]) -> list[ShardOutput]:
                               f"{first.path}, {first.describe_input()}")
         for key in sorted(set(first.settings) | set(other.settings)):
             if first.settings.get(key) != other.settings.get(key):
-                raise RerankError(f"{other.path} was made with {key}={other.settings.get(key)!r}, {first.path} with "
-                                  f"{key}={first.settings.get(key)!r}: give the outputs of one run")
+                raise RerankError(f"{other.path} was made with {key}={brief(other.settings.get(key))}, {first.path} "
+                                  f"with {key}={brief(first.settings.get(key))}: give the outputs of one run")
     by_index: dict[int, ShardOutput] = {}
     for output in outputs:
         if output.shard.index in by_index:
@@ -491,8 +547,10 @@ def check_shards(paths: Sequence[str | os.PathLike[str]]) -> list[ShardOutput]:
     count = first.shard.count
     missing = [index for index in range(1, count + 1) if index not in by_index]
     if missing:
-        raise RerankError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{count}' for i in missing)} "
-                          f"missing: {len(outputs)} of {count} shard outputs given")
+        shown = ", ".join(f"{i}/{count}" for i in missing[:10]) + (f" and {len(missing) - 10:,} more"
+                                                                   if len(missing) > 10 else "")
+        raise RerankError(f"shard{'s' if len(missing) > 1 else ''} {shown} missing: {len(outputs)} of {count} shard "
+                          "outputs given")
     ordered = [by_index[index] for index in range(1, count + 1)]
     expected = 0
     for output in ordered:

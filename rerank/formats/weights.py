@@ -20,7 +20,7 @@ import numpy as np
 import yaml
 
 from rerank.config import load_yaml
-from rerank.errors import ConfigError, FormatError, RerankError, check_finite, counted, log_once
+from rerank.errors import ConfigError, FormatError, RerankError, brief, check_finite, counted, log_once
 from rerank.formats.files import atomic_output, read_lines
 from rerank.formats.moses_ini import SECTION, MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
@@ -55,9 +55,9 @@ def load_weights(path: str | os.PathLike[str]) -> Weights:
     for label, value in data.items():
         values = value if isinstance(value, list) else [value]
         if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            raise ConfigError(f"{path}: {label!r}: expected a number or a list of numbers, got {value!r}")
+            raise ConfigError(f"{path}: {brief(label)}: expected a number or a list of numbers, got {brief(value)}")
         if not all(math.isfinite(v) for v in values):
-            raise ConfigError(f"{path}: {label!r}: expected finite numbers, got {value!r}")
+            raise ConfigError(f"{path}: {brief(label)}: expected finite numbers, got {brief(value)}")
         weights[str(label)] = tuple(float(v) for v in values)
     return weights
 

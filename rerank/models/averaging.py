@@ -14,7 +14,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from rerank.errors import RerankError
+from rerank.errors import RerankError, brief
+from rerank.formats.files import check_output_directory, output_directory
 from rerank.models.checkpoint import CHECKPOINT, load_model, load_model_weights, load_state, save_model
 
 CHECKPOINTS_DIR = "checkpoints"  # in a model directory: weights kept at validations
@@ -38,9 +39,28 @@ def kept_checkpoints(model_dir: str | os.PathLike[str]) -> dict[int, float]:
     found = checkpoint_updates(directory)
     if not found:
         raise RerankError(f"{directory / CHECKPOINTS_DIR}: no kept checkpoints (train with training.keep_checkpoints)")
-    history = load_state(directory / CHECKPOINT).get("progress", {}).get("history", [])
-    ppl = {int(entry["updates"]): float(entry["valid_ppl"]) for entry in history}
+    ppl = validation_history(directory / CHECKPOINT)
     return {updates: ppl.get(updates, math.inf) for updates in found}
+
+
+def validation_history(path: Path) -> dict[int, float]:
+    """A checkpoint's validations: updates → validation perplexity, each entry of its history checked."""
+    progress = load_state(path).get("progress")
+    history = progress.get("history", []) if isinstance(progress, dict) else None
+    if not isinstance(history, list):
+        raise RerankError(f"{path}: progress.history: expected a list of validations, got {type(history).__name__}")
+    ppl: dict[int, float] = {}
+    for i, entry in enumerate(history):
+        updates = entry.get("updates") if isinstance(entry, dict) else None
+        value = entry.get("valid_ppl") if isinstance(entry, dict) else None
+        if isinstance(updates, float) and updates.is_integer():
+            updates = int(updates)
+        if not isinstance(updates, int) or isinstance(updates, bool) or isinstance(value, bool) or \
+                not isinstance(value, (int, float)):
+            raise RerankError(f"{path}: progress.history[{i}]: expected updates (an integer) and valid_ppl (a "
+                              f"number), got {brief(entry)}")
+        ppl[updates] = float(value)
+    return ppl
 
 
 def select_checkpoints(kept: dict[int, float], count: int, by: Literal["last", "best"]) -> list[int]:
@@ -78,8 +98,7 @@ def average_model(model_dir: str | os.PathLike[str], output_dir: str | os.PathLi
     """Write ``output_dir`` as a model directory whose weights are the mean of ``count`` kept checkpoints of
     ``model_dir``; returns the updates of those averaged."""
     source, target = Path(model_dir), Path(output_dir)
-    if target.exists() and target.resolve() == source.resolve():
-        raise RerankError(f"{target}: the averaged model goes into a new directory, not the one it is made from")
+    check_output_directory(target, "the averaged model", [source], lambda directory: not trained_here(directory))
     chosen = select_checkpoints(kept_checkpoints(source), count, by)
     states = []
     for updates in chosen:
@@ -91,6 +110,26 @@ def average_model(model_dir: str | os.PathLike[str], output_dir: str | os.PathLi
     if any(set(state) != set(states[0]) for state in states):
         raise RerankError(f"{source / CHECKPOINTS_DIR}: the checkpoints hold different weights")
     loaded = load_model(source)  # the architecture and vocabularies the weights must fit
-    load_model_weights(loaded.model, average_weights(states), source / CHECKPOINTS_DIR)
-    save_model(target, loaded.model, loaded.src_vocab, loaded.trg_vocab)
+    averaged = average_weights(states)
+    check_finite_weights(averaged, source / CHECKPOINTS_DIR, chosen)
+    load_model_weights(loaded.model, averaged, source / CHECKPOINTS_DIR)
+    with output_directory(target, "the averaged model", [source], lambda directory: not trained_here(directory)) \
+            as work:
+        save_model(work, loaded.model, loaded.src_vocab, loaded.trg_vocab)
     return chosen
+
+
+def trained_here(directory: Path) -> bool:
+    """Whether ``directory`` holds a training run (its checkpoint, or kept checkpoints): another model, which an
+    averaged model must not be mixed into."""
+    return (directory / CHECKPOINT).exists() or (directory / CHECKPOINTS_DIR).exists()
+
+
+def check_finite_weights(weights: dict[str, Tensor], where: Path, updates: Sequence[int]) -> None:
+    """Refuse weights with a NaN or an infinity (a checkpoint of a run that diverged): a model that would
+    score every hypothesis NaN."""
+    for name, tensor in weights.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise RerankError(f"{where}: refused: the mean of the checkpoints of updates "
+                              f"{', '.join(map(str, updates))} has a NaN or an infinity in {name}; average "
+                              "checkpoints from before the run diverged (--best N, or fewer --last)")

@@ -25,7 +25,7 @@ import torch
 
 from rerank.config import dump_config
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_binary_output, atomic_output
+from rerank.formats.files import atomic_output, save_torch
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.models.seq2seq import Seq2Seq
@@ -57,9 +57,9 @@ class LoadedModel:
 
 
 def save_state(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """``torch.save`` to a temporary file renamed over ``path``: a kill never leaves half a checkpoint."""
-    with atomic_binary_output(path) as f:
-        torch.save(state, f)
+    """``torch.save`` to a temporary file renamed over ``path``: a kill never leaves half a checkpoint, a full
+    disk is one error naming ``path``."""
+    save_torch(state, path)
 
 
 def float16_weights(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -140,8 +140,19 @@ def load_model(directory: str | os.PathLike[str], device: str | torch.device = "
 def load_vocabularies(directory: Path, config: ModelConfig) -> tuple[Vocabulary, Vocabulary]:
     """A model directory's vocabularies: word shortlists, or with ``model.subwords`` its subword models, each
     checked against the vocabulary file the weights were trained with."""
+    from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, WORD_START, SubwordVocabulary
+
     if config.subwords is None:
-        return Vocabulary.load(directory / SRC_VOCAB), Vocabulary.load(directory / TRG_VOCAB)
+        vocabularies = Vocabulary.load(directory / SRC_VOCAB), Vocabulary.load(directory / TRG_VOCAB)
+        pieces = [name for name in (SRC_SUBWORDS, TRG_SUBWORDS) if (directory / name).exists()]
+        pieces += [name for vocab, name in zip(vocabularies, (SRC_VOCAB, TRG_VOCAB), strict=True)
+                   if 2 * sum(token.startswith(WORD_START) for token in vocab.tokens) > len(vocab.tokens)]
+        if pieces:
+            raise RerankError(f"{directory / CONFIG}: model.subwords: expected the subword settings of the model "
+                              f"({', '.join(pieces)} hold subword pieces), got none: it would read words "
+                              "as pieces and write pieces as words")
+        return vocabularies
+
     return (SubwordVocabulary.load_matching(directory / SRC_VOCAB, directory / SRC_SUBWORDS),
             SubwordVocabulary.load_matching(directory / TRG_VOCAB, directory / TRG_SUBWORDS))
 

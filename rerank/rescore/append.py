@@ -76,12 +76,23 @@ class SourceText:
         return self._read
 
 
-def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_name: str) -> FeatureLayout:
-    """``layout`` with the features appended; a label the n-best list already has is an error."""
-    clashes = [f.name for f in features if f.name in layout.labels]
+def check_new_labels(layout: FeatureLayout, labels: Sequence[str], nbest_name: str) -> None:
+    """A label the n-best list already has is an error."""
+    clashes = [label for label in labels if label in layout.labels]
     if clashes:
         raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
                           "give the new feature another label")
+
+
+def check_source_given(needy: Sequence[str], source: str | os.PathLike[str] | None) -> None:
+    """Features that read the source (labels ``needy``) need ``source``."""
+    if needy and source is None:
+        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+
+
+def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_name: str) -> FeatureLayout:
+    """``layout`` with the features appended (:func:`check_new_labels`)."""
+    check_new_labels(layout, [f.name for f in features], nbest_name)
     return layout.extended([f.name for f in features], [f.dims for f in features])
 
 
@@ -183,9 +194,7 @@ def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], f
     one thread and the lines formatted and written by another while the features score
     (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read in
     the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
-    needy = [f.name for f in features if f.needs_source]
-    if needy and source is None:
-        raise RerankError(f"feature(s) {', '.join(needy)} need the source text: give --source")
+    check_source_given([f.name for f in features if f.needs_source], source)
     text = SourceText(source) if source is not None else None
     appender = _Appender(features, nbest_name)
     with atomic_output(output) as out:

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from rerank import processes
 from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import display_name
+from rerank.formats.files import display_name, work_file, work_text
 from rerank.formats.moses_ini import MosesIni
 from rerank.formats.nbest import FeatureLayout, NBestEntry, group_by_sentence, read_nbest
 
@@ -123,8 +123,7 @@ def _decode(moses: str, ini: MosesIni, settings: ForcedDecoding, distinct: int, 
     """One Moses run on ``pairs[k]`` for each ``k`` in ``asked``, filling ``derivations[k]``; returns the
     features' layout and the ``k`` for which Moses found derivations, none of them with the pair's words."""
     references = work / "references.txt"
-    with open(work / "input.txt", "w", encoding="utf-8", newline="\n") as source_file, \
-            open(references, "w", encoding="utf-8", newline="\n") as reference_file:
+    with work_text(work / "input.txt") as source_file, work_text(references) as reference_file:
         for line, k in enumerate(asked):
             sentence_id, words = pairs[k]
             source_file.write(sources[sentence_id] + "\n")
@@ -174,10 +173,10 @@ def constrained_ini(path: str) -> MosesIni:
 def filtered_ini(script: str, ini_path: str, sources: Sequence[str], work: Path) -> MosesIni:
     """The moses.ini that ``script`` (``filter-model-given-input.pl``) writes for ``sources`` in ``work``."""
     source, target, log = work / "filter-input.txt", work / "filtered", work / "filter.log"
-    with open(source, "w", encoding="utf-8", newline="\n") as f:
+    with work_text(source) as f:
         f.writelines(f"{s}\n" for s in sources)
     start = time.perf_counter()
-    with open(log, "wb") as out:
+    with work_file(log) as out:
         status = processes.run(["perl", script, str(target), ini_path, str(source)], stdin=subprocess.DEVNULL,
                                stdout=out, stderr=subprocess.STDOUT)
     if status != 0 or not (target / "moses.ini").is_file():
@@ -190,7 +189,7 @@ def filtered_ini(script: str, ini_path: str, sources: Sequence[str], work: Path)
 
 def run_moses(command: list[str], source: Path, log: Path, ini_name: str) -> None:
     """Run Moses on ``source``, its stderr in ``log``; a failure names its most telling line."""
-    with open(source, "rb") as stdin, open(log, "wb") as stderr:
+    with open(source, "rb") as stdin, work_file(log) as stderr:
         status = processes.run(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=stderr)
     if status != 0:
         raise RerankError(f"{ini_name}: Moses ({command[0]}) failed with exit status {status}: "

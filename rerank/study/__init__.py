@@ -1,5 +1,6 @@
 """The end-to-end study run by ``rerank experiment``.
 
+``checks``: everything an experiment config names, checked before its first step.
 ``config``: the study's config.
 ``evaluation``: BLEU and chrF (sacrebleu), BLEU by source length, and oracle BLEU.
 ``experiment``: the study from start to end.

@@ -3,14 +3,11 @@ and the study's settings; every file it names is checked before the first step."
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from rerank.config import at_least, from_dict, load_yaml
-from rerank.errors import RerankError
 from rerank.tune.config import Optimizer
 
 
@@ -108,6 +105,9 @@ class ExperimentConfig:
         if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
             raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
+        if self.nbest > self.beam:
+            raise ValueError(f"nbest: expected at most beam ({self.beam}): a beam of {self.beam} keeps {self.beam} "
+                             f"hypotheses, got {self.nbest}")
         if self.decoder_tuning is not None and self.moses.decoder is None:
             raise ValueError("decoder_tuning runs Moses: give moses.decoder")
         if not self.rescoring and self.decoder_tuning is None:
@@ -121,21 +121,3 @@ class ExperimentConfig:
 def load_experiment(path: str | Path) -> ExperimentConfig:
     data = load_yaml(path)
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
-
-
-def check_inputs(config: ExperimentConfig, source: str = "the experiment config") -> None:
-    """Every file and model the study reads exists, before its first step (a missing test list or language
-    model is found now, not after hours of training and scoring)."""
-    m = config.moses
-    named = {"encdec": config.encdec, "rnnsearch": config.rnnsearch, "right_to_left": config.right_to_left,
-             "channel": config.channel, "cslm": config.cslm, "moses.ini": m.ini,
-             "moses.language_model": m.language_model, "moses.phrase_table": m.phrase_table,
-             "moses.filter_script": m.filter_script,
-             "decoder_tuning.mert_moses": config.decoder_tuning.mert_moses if config.decoder_tuning else None,
-             **{f"{name}.{key}": getattr(split, key) for name, split in (("dev", config.dev), ("test", config.test))
-                for key in ("source", "reference", "nbest")}}
-    missing = [f"{key}: {path}" for key, path in named.items() if path is not None and not os.path.exists(path)]
-    if m.decoder is not None and shutil.which(m.decoder) is None:
-        missing.append(f"moses.decoder: {m.decoder} (no such program)")
-    if missing:
-        raise RerankError(f"{source}: the files it names do not exist: {'; '.join(missing)}")

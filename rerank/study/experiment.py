@@ -30,7 +30,8 @@ import dataclasses
 import logging
 from pathlib import Path
 
-from rerank.study.config import ExperimentConfig, check_inputs
+from rerank.study.checks import check_experiment
+from rerank.study.config import ExperimentConfig
 from rerank.study.lists import SPLITS, UNION_SYSTEMS, Scoring, cut_lists, feature_config, translate, union
 from rerank.study.models import extra_features, train_models
 from rerank.study.moses import add_column, decode, decoding_ini, placeholder_ini
@@ -56,7 +57,7 @@ class Experiment:
         from rerank.models.device import torch_device, torch_threads
 
         torch_device(self.config.device)  # checked before the first step, as the inputs are
-        check_inputs(self.config, self.source)
+        check_experiment(self.config, self.source)
         with torch_threads(self.config.threads):
             return self._run()
 

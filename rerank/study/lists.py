@@ -17,6 +17,7 @@ from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import read_nbest
 from rerank.models.config import default_label
 from rerank.rescore.append import RescoreConfig, score_nbest
+from rerank.study.checks import unknown_word_list
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
 from rerank.study.runner import StepRunner, write_file
@@ -39,7 +40,7 @@ def feature_config(config: ExperimentConfig, steps: StepRunner, models: dict[str
         {"kind": "nmt", "name": "RNNsearch0", "model": str(models["rnnsearch"]), **device},
         {"kind": "kenlm", "name": "LM1", "path": config.moses.language_model},
         {"kind": "word-penalty", "name": "WP1"},
-        {"kind": "unk-penalty", "name": "UNK1", "vocab": str(models["rnnsearch"] / "vocab.trg.txt")},
+        {"kind": "unk-penalty", "name": "UNK1", **unknown_word_list(models["rnnsearch"])},
     ]
     seeds = [str(models[name]) for name in models if name.startswith("rnnsearch")]
     extras: dict[str, dict[str, Any]] = {

@@ -3,9 +3,9 @@ makes the same outputs (a ``rerank`` command, or a Moses program), and timed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import os
 import shlex
 import shutil
 import subprocess
@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rerank import processes
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_output, make_output_dir
+from rerank.formats.files import atomic_binary_output, atomic_output, make_output_dir, work_file, work_text
 
 logger = logging.getLogger(__name__)
 
@@ -79,13 +80,12 @@ class StepRunner:
             raise RerankError(f"{words[0]}: no such program")
         self._log(line, [*([] if makes_directory else outputs), *([stdout] if stdout else [])], quiet)
         started = time.monotonic()
-        partial = stdout.with_name(stdout.name + ".partial") if stdout else None
-        with open(partial or os.devnull, "wb") as out, open(log or os.devnull, "wb") as err:
-            status = subprocess.run(words, stdout=out, stderr=err, stdin=subprocess.DEVNULL, check=False).returncode
-        if status != 0:
-            raise RerankError(f"{words[0]} exited with status {status}" + (f"; see {log}" if log else ""))
-        if stdout and partial:
-            partial.replace(stdout)
+        with contextlib.ExitStack() as files:  # stdout becomes its file only when the program succeeds
+            out = files.enter_context(atomic_binary_output(stdout)) if stdout else subprocess.DEVNULL
+            err = files.enter_context(work_file(log)) if log else subprocess.DEVNULL
+            status = processes.run(words, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            if status != 0:
+                raise RerankError(f"{words[0]} exited with status {status}" + (f"; see {log}" if log else ""))
         if timing:
             self._time(timing, started)
 
@@ -97,7 +97,7 @@ class StepRunner:
         """``line`` to commands.sh, after ``mkdir -p`` for each directory of ``outputs`` it has not made yet."""
         logger.log(logging.DEBUG if quiet else logging.INFO, "$ %s", line)
         directories = [p.parent for p in outputs if p.parent not in self._directories]
-        with open(self.commands, "a", encoding="utf-8") as log:
+        with work_text(self.commands, append=True) as log:
             for directory in dict.fromkeys(directories):
                 log.write(f"mkdir -p {shlex.quote(str(directory))}\n")
                 directory.mkdir(parents=True, exist_ok=True)

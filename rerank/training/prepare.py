@@ -23,14 +23,11 @@ a directory with a manifest is complete, anything else (a run killed, a full dis
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import json
 import logging
 import os
-import secrets
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -40,7 +37,7 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import display_name, read_lines
+from rerank.formats.files import atomic_output, display_name, output_directory, read_lines, work_file
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.shards import file_digest
 from rerank.models.config import SubwordConfig
@@ -59,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 FORMAT = "rerank prepared corpus"
-VERSION = 1
+VERSION = 2  # 2: the manifest's checksum
 CHUNK_PAIRS = 20_000
 REMAP_TOKENS = 1 << 22  # ids rewritten per step at the end (16 MiB of uint32)
 SIDES = ("src", "trg")
@@ -256,7 +253,7 @@ class _ShardWriter:
 
     def add(self, ids: tuple[np.ndarray, np.ndarray], lengths: tuple[np.ndarray, np.ndarray]) -> None:
         if not self.files:
-            self.files = [open(self._provisional(len(self.shards), side), "wb") for side in SIDES]
+            self.files = [work_file(self._provisional(len(self.shards), side)) for side in SIDES]
         for f, side_ids in zip(self.files, ids, strict=True):
             side_ids.tofile(f)
         for kept, side_lengths in zip(self.lengths, lengths, strict=True):
@@ -274,7 +271,7 @@ class _ShardWriter:
         offsets = np.zeros((self.pairs + 1, 2), dtype="<u8")
         for column, side_lengths in enumerate(lengths):
             np.cumsum(side_lengths, out=offsets[1:, column])
-        with open(self.work / f"{shard_name(len(self.shards))}.idx", "wb") as f:
+        with work_file(self.work / f"{shard_name(len(self.shards))}.idx") as f:
             np.save(f, offsets, allow_pickle=False)
         self.shards.append(self.pairs)
         self.files, self.lengths, self.pairs = [], [[], []], 0
@@ -290,7 +287,7 @@ class _ShardWriter:
                 provisional = self._provisional(shard, side)
                 ids = np.memmap(provisional, dtype=np.uint32, mode="r") if provisional.stat().st_size else \
                     np.zeros(0, dtype=np.uint32)
-                with open(self.work / f"{shard_name(shard)}.{side}", "wb") as out:
+                with work_file(self.work / f"{shard_name(shard)}.{side}") as out:
                     for start in range(0, len(ids), REMAP_TOKENS):
                         table[ids[start: start + REMAP_TOKENS]].astype(dtype).tofile(out)
                 del ids
@@ -299,6 +296,13 @@ class _ShardWriter:
 
 def shard_name(shard: int) -> str:
     return f"shard-{shard:05d}"
+
+
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """The SHA-256 of a manifest's content (its ``checksum`` left out): an edited setting, line count or file
+    record no longer matches it."""
+    content = {key: value for key, value in manifest.items() if key != "checksum"}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
 
 
 def file_record(path: Path) -> dict[str, Any]:
@@ -312,7 +316,8 @@ def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, wor
     sample = reservoir_sample(pairs, config.sample_sentences, np.random.default_rng(SAMPLE_SEED))
     if config.joint:  # one model of both languages' text, written for each side
         train_subwords([line for pair in sample for line in pair], config, work / SUBWORD_FILES[0])
-        (work / SUBWORD_FILES[1]).write_bytes((work / SUBWORD_FILES[0]).read_bytes())
+        with work_file(work / SUBWORD_FILES[1]) as copy:
+            copy.write((work / SUBWORD_FILES[0]).read_bytes())
         joint = _Pieces(SubwordVocabulary.from_file(work / SUBWORD_FILES[0]))
         return joint, joint
     models = []
@@ -332,37 +337,9 @@ def _prepare(pairs: Pairs, kind: str, inputs: dict[str, Any], output: str | os.P
         raise RerankError(f"{out}: already exists; delete it or choose another directory")
     if not out.parent.is_dir():
         raise RerankError(f"{out}: cannot write: directory {str(out.parent)!r} does not exist")
-    with _directory_committed_at_end(out) as work:
+    with output_directory(out, "the prepared data", replaceable=lambda directory: replace) as work:
         manifest = _write(pairs, kind, inputs, work, settings)
     return manifest
-
-
-@contextlib.contextmanager
-def _directory_committed_at_end(out: Path) -> Iterator[Path]:
-    """A new directory beside ``out`` that replaces ``out`` when the block ends without an exception, and
-    is removed otherwise; a full disk is one clear error."""
-    work = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        work.mkdir()
-    except OSError as e:
-        raise RerankError(f"{out}: cannot write: {e.strerror}") from None
-    try:
-        yield work
-        if out.exists():
-            old = out.with_name(f".{out.name}.{secrets.token_hex(4)}.old")
-            os.rename(out, old)
-            os.rename(work, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(work, out)
-    except OSError as e:
-        shutil.rmtree(work, ignore_errors=True)
-        where = f" ({Path(e.filename).name})" if e.filename else ""
-        reason = e.strerror or f"a write stopped short ({e}): is the disk full?"
-        raise RerankError(f"{out}: cannot write the prepared data{where}: {reason}; nothing was kept") from None
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
 
 
 def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
@@ -413,7 +390,8 @@ def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
         "shards": [{"pairs": n, **{part: file_record(work / f"{shard_name(k)}.{part}") for part in (*SIDES, "idx")}}
                    for k, n in enumerate(writer.shards)],
     }
-    with open(work / MANIFEST, "w", encoding="utf-8") as f:
+    manifest["checksum"] = manifest_checksum(manifest)
+    with atomic_output(work / MANIFEST) as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")
     seconds = time.monotonic() - started
@@ -443,8 +421,8 @@ def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: P
     try:
         with open(out / MANIFEST, encoding="utf-8") as f:
             manifest = json.load(f)
-        current = (manifest.get("kind"), manifest.get("inputs"), manifest.get("settings")) == \
-            (kind, inputs, asdict(settings))
+        current = (manifest.get("version"), manifest.get("kind"), manifest.get("inputs"), manifest.get("settings")) \
+            == (VERSION, kind, inputs, asdict(settings))
     except (OSError, ValueError, AttributeError):
         current = False
     if current:

@@ -23,12 +23,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from rerank.errors import RerankError
+from rerank.config import from_dict
+from rerank.errors import RerankError, brief
 from rerank.formats.shards import file_digest
 from rerank.models.subwords import SubwordVocabulary
 from rerank.models.vocab import EOS_ID, PAD_ID, Vocabulary
+from rerank.training.config import DataConfig
 from rerank.training.data import Batch, bucketed_order, token_bucketed_order
-from rerank.training.prepare import FORMAT, MANIFEST, SIDES, VERSION, id_dtype, shard_name
+from rerank.training.prepare import (
+    FORMAT,
+    MANIFEST,
+    SIDES,
+    VERSION,
+    PrepareSettings,
+    id_dtype,
+    manifest_checksum,
+    shard_name,
+)
 
 
 class PreparedCorpus:
@@ -186,17 +197,74 @@ def read_manifest(directory: Path) -> dict[str, Any]:
     if manifest.get("version") != VERSION:
         raise RerankError(f"{path}: refused: prepared data of version {manifest.get('version')!r}, this rerank reads "
                           f"version {VERSION}; prepare the data again")
-    try:
-        for side in SIDES:
-            _ = manifest["vocabularies"][side]["file"], manifest["dtypes"][side], manifest["settings"]
-            if "subwords" in manifest:
-                _ = manifest["subwords"][side]["file"]
-        for shard in manifest["shards"]:
-            _ = [shard[part]["file"] for part in (*SIDES, "idx")], int(shard["pairs"])
-        int(manifest["pairs"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise RerankError(f"{path}: refused: a manifest without its {e} entry") from None
+    if manifest.get("checksum") != manifest_checksum(manifest):
+        raise RerankError(f"{path}: refused: its content does not match its checksum (the manifest was edited); "
+                          "prepare the data again")
+    check_manifest(manifest, path)
     return manifest
+
+
+ID_DTYPES = ("<u2", "<u4")  # what prepare writes ids as (rerank.training.prepare.id_dtype)
+
+
+def check_manifest(manifest: dict[str, Any], path: Path) -> None:
+    """Each entry of a prepared directory's manifest of the type the reader uses, or one
+    ``manifest.json: key: expected ...`` error."""
+    def expect(ok: bool, key: str, expected: str, value: object) -> None:
+        if not ok:
+            raise RerankError(f"{path}: {key}: expected {expected}, got {brief(value)}; prepare the data again")
+
+    def count(value: object, key: str) -> None:
+        expect(isinstance(value, int) and not isinstance(value, bool) and value >= 0, key,
+               "a count (an integer of at least 0)", value)
+
+    def record(value: object, key: str) -> None:
+        expect(isinstance(value, dict), key, "a file record {file, bytes, sha256}", value)
+        assert isinstance(value, dict)
+        name = value.get("file")
+        expect(isinstance(name, str) and bool(name) and name == Path(name).name and name not in (".", ".."),
+               f"{key}.file", "the name of a file in the prepared directory", name)
+        count(value.get("bytes"), f"{key}.bytes")
+        digest = value.get("sha256")
+        expect(isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest),
+               f"{key}.sha256", "a SHA-256 in hexadecimal", digest)
+
+    for key in ("vocabularies", "dtypes", "settings"):
+        expect(isinstance(manifest.get(key), dict), key, "a mapping", manifest.get(key))
+    for side in SIDES:
+        record(manifest["vocabularies"].get(side), f"vocabularies.{side}")
+        expect(manifest["dtypes"].get(side) in ID_DTYPES, f"dtypes.{side}", f"one of {', '.join(ID_DTYPES)}",
+               manifest["dtypes"].get(side))
+        if "subwords" in manifest:
+            expect(isinstance(manifest["subwords"], dict), "subwords", "a mapping", manifest["subwords"])
+            record(manifest["subwords"].get(side), f"subwords.{side}")
+    try:
+        from_dict(PrepareSettings, manifest["settings"], str(path), "settings")
+    except RerankError as e:
+        raise RerankError(f"{e}; prepare the data again") from None
+    for key in ("pairs", "lines", "skipped_longer"):
+        count(manifest.get(key), key)
+    shards = manifest.get("shards")
+    expect(isinstance(shards, list), "shards", "a list", shards)
+    assert isinstance(shards, list)
+    for k, shard in enumerate(shards):
+        expect(isinstance(shard, dict), f"shards[{k}]", "a mapping", shard)
+        count(shard.get("pairs"), f"shards[{k}].pairs")
+        for part in (*SIDES, "idx"):
+            record(shard.get(part), f"shards[{k}].{part}")
+
+
+def check_prepared_settings(manifest: dict[str, Any], data: DataConfig, directory: Path) -> None:
+    """The settings of a training config's ``data`` that prepared data fix (vocabulary sizes, max_length) must be
+    those the data were prepared with: a config that says otherwise would be ignored, and recorded as if it had
+    not been."""
+    settings = manifest["settings"]
+    keys = ["max_length"] + (["src_vocab_size", "trg_vocab_size"] if settings.get("subwords") is None else [])
+    for key in keys:
+        if getattr(data, key) != settings.get(key):
+            raise RerankError(f"data.{key}: expected {settings.get(key)}, the value {directory} was prepared with "
+                              f"({directory / MANIFEST}), got {getattr(data, key)}: give data.{key}: "
+                              f"{settings.get(key)}, or prepare the data with {key} {getattr(data, key)}")
 
 
 class EpochPlan:

@@ -47,7 +47,7 @@ from rerank.training.config import AnyTrainConfig, TrainConfig
 from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
 from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data
-from rerank.training.prepared import EpochPlan, PreparedCorpus
+from rerank.training.prepared import EpochPlan, PreparedCorpus, check_prepared_settings
 from rerank.training.subword_sampling import SubwordSampler
 
 logger = logging.getLogger(__name__)
@@ -339,6 +339,7 @@ class Trainer(TrainingLoop[TrainConfig]):
             self.data_dir = Path(data.prepared) if data.prepared is not None else self.out / PREPARED_DIR
         self.corpus = PreparedCorpus(self.data_dir, verify=verify)
         manifest = self.corpus.manifest
+        check_prepared_settings(manifest, data, self.data_dir)
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(self.corpus),
                     manifest["skipped_longer"], manifest["settings"]["max_length"])
         self.src_vocab, self.trg_vocab = self.corpus.src_vocab, self.corpus.trg_vocab
@@ -376,6 +377,8 @@ class Trainer(TrainingLoop[TrainConfig]):
             self.sampler = SubwordSampler(self.src_vocab, self.trg_vocab, t.subword_dropout,
                                           manifest["settings"]["max_length"], t.seed)
         valid = read_parallel(data.valid.source, data.valid.target)
+        if not valid.sources:
+            raise RerankError(f"{data.valid.source}: expected validation sentences (data.valid), got an empty file")
         if self.config.model.reverse_target:
             valid = valid.reverse_targets()
         self.valid_src = to_ids(valid.sources, self.src_vocab)

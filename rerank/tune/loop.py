@@ -50,7 +50,7 @@ import yaml
 
 from rerank.config import load_yaml
 from rerank.errors import RerankError
-from rerank.formats.files import atomic_output, make_output_dir, read_lines
+from rerank.formats.files import atomic_output, make_output_dir, read_lines, work_file
 from rerank.formats.moses_ini import Weights, format_weight
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, save_weights, weight_vector
@@ -266,7 +266,7 @@ class TuningLoop:
         logger.info("iteration %d: %s", number, command)
         with contextlib.ExitStack() as files:
             stdin = files.enter_context(open(self.source, "rb")) if self.command.reads_stdin else subprocess.DEVNULL
-            out, err = files.enter_context(open(stdout, "wb")), files.enter_context(open(log, "wb"))
+            out, err = files.enter_context(work_file(stdout)), files.enter_context(work_file(log))
             status = run_command(command, stdin=stdin, stdout=out, stderr=err)
         if status != 0:
             tail = log.read_bytes().decode("utf-8", "replace").splitlines()[-5:]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import atomic_output, display_name, read_lines, read_text
+from rerank.formats.files import atomic_output, display_name, read_lines, read_text, work_file
 from rerank.processes import end_group, start
 from rerank.tune.templates import Template
 
@@ -128,9 +129,26 @@ def prepare(command: str, part: Part, number: int, work_dir: Path, writes_nbest_
     return run
 
 
+SHELL_SAFE = re.compile(r"[\w@%+=:,./-]+", re.ASCII)  # what shlex.quote leaves as it is
+
+
+def check_submitted_path(script: Path) -> None:
+    """A submitted part's script must have a path that reads the same to any number of shells: a submit
+    command may hand ``{command}`` to a shell again (``echo {command} | qsub``, ``ssh host {command}``), which
+    would run a ``$(...)`` in the work directory's name."""
+    if not SHELL_SAFE.fullmatch(str(script)):
+        bad = "".join(sorted({c for c in str(script) if not SHELL_SAFE.fullmatch(c)}))
+        raise RerankError(f"--submit: the part's script {script} has characters a second shell would read "
+                          f"({bad!r}): a submit command may give {COMMAND} to a shell again (echo {COMMAND} | qsub); "
+                          "give the work directory a path of letters, digits and -_.,/+=:@%")
+
+
 def run_parts(runs: Sequence[PartRun], submit: str | None, number: int) -> None:
     """Start every part's script at once (locally, or through ``submit``) and wait for all; the first part that
     fails is an error naming it, and the local processes still running are stopped (on a signal too)."""
+    if submit is not None:
+        for run in runs:
+            check_submitted_path(run.script.resolve())
     processes: list[subprocess.Popen[bytes]] = []
     failed: tuple[PartRun, int] | None = None
     try:
@@ -143,7 +161,7 @@ def run_parts(runs: Sequence[PartRun], submit: str | None, number: int) -> None:
                 if submit is None:
                     processes.append(start(shlex.join(argv), stdin=subprocess.DEVNULL))
                 else:
-                    log = files.enter_context(open(run.submit_log, "wb"))
+                    log = files.enter_context(work_file(run.submit_log))
                     line = Template(submit, "--submit", ("command",)).render({"command": argv})
                     logger.debug("iteration %d, %s: %s", number, run.part, line)
                     processes.append(start(line, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT))

@@ -6,7 +6,9 @@ for the shell (:func:`shlex.quote`), so that a path or a label with spaces, ``$(
 quotes is one word and never runs. A placeholder the template quotes itself, ``'{nbest}'`` or
 ``"{nbest}"``, is taken as the bare placeholder (its quotes dropped, the value quoted by rerank); one
 inside a longer quoted string (``"--n={nbest}"``), where no quoting of the value is right, is refused
-with a message saying how to write it. ``${name}`` is the shell's, not a placeholder.
+with a message saying how to write it. ``${name}`` is the shell's, not a placeholder. A placeholder in the
+body of a here-document (``sh <<EOF ... {nbest} ... EOF``) is refused: the shell expands ``$(...)`` there
+whatever the quotes, so no quoting can keep a value one word.
 
 The commands are run by :mod:`rerank.processes`, each in a process group of its own, so that rerank ends
 the decoder and everything it started (a ``sh -c`` and its ``moses``) when it stops.
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from rerank.errors import RerankError
 
 _NAME = re.compile(r"\{([a-z_]+)\}")
+_HERE_DOCUMENT = re.compile(r"<<(-?)[ \t]*((?:[^\s;&|<>()'\"\\]|'[^']*'|\"[^\"]*\"|\\.)+)")
 
 
 Value = str | Sequence[str]  # one shell word, or a command as several words
@@ -70,15 +73,47 @@ class Placeholder:
     quoted: bool  # the template had quotes around it
 
 
+def _here_document_end(text: str, start: int, delimiters: Sequence[tuple[str, bool]], option: str) -> int:
+    """Where the bodies of the here-documents that start at ``start`` end (after their delimiter lines); a
+    placeholder in a body is refused."""
+    lines = text[start:].split("\n")
+    at, line = start, 0
+    for delimiter, tabs in delimiters:
+        while line < len(lines):
+            body = lines[line]
+            line += 1
+            if (body.lstrip("\t") if tabs else body) == delimiter:
+                at += len(body) + 1
+                break
+            if (match := _NAME.search(body)) and not body[:match.start()].endswith("$"):
+                raise RerankError(
+                    f"{option}: the placeholder {match.group(0)} is in the body of a here-document (<<{delimiter}), "
+                    "where the shell expands $(...) and `...` in a value whatever its quotes: pass it as an argument "
+                    f"or in the environment instead (e.g. sh -c '... \"$1\" ...' sh {match.group(0)})")
+            at += len(body) + 1
+    return min(at, len(text))
+
+
 def _parse(text: str, option: str, known: Collection[str]) -> tuple[str | Placeholder, ...]:
     """The template as literal text and placeholders, following the shell's quoting."""
     parts: list[str | Placeholder] = []
     literal: list[str] = []
     quote: str | None = None  # the quote character the text at i is inside, if any
     opened = -1  # where that quote opened
+    here_documents: list[tuple[str, bool]] = []  # delimiters (and <<-) of here-documents whose body is next
     i = 0
     while i < len(text):
         char = text[i]
+        if quote is None and char == "<" and (here := _HERE_DOCUMENT.match(text, i)) and text[i - 1:i] != "<":
+            here_documents.append((re.sub(r"['\"\\]", "", here.group(2)), bool(here.group(1))))
+            literal.append(here.group(0))
+            i = here.end()
+            continue
+        if quote is None and char == "\n" and here_documents:
+            end = _here_document_end(text, i + 1, here_documents, option)
+            literal.append(text[i:end])
+            here_documents, i = [], end
+            continue
         match = _NAME.match(text, i) if char == "{" and (i == 0 or text[i - 1] != "$") else None
         if match is not None:
             name = match.group(1)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -184,3 +186,48 @@ def test_check_outputs_names_the_option(tmp_path: Path) -> None:
         check_outputs([("--output", str(source))], [str(source)])
     with pytest.raises(RerankError, match="it is a directory"):
         check_outputs([("--output", str(tmp_path))])
+
+
+@pytest.mark.parametrize("name", ["/proc/self/fd/1", "/dev/stdout", "link"])
+def test_an_output_named_through_proc_is_written_to_the_open_file_not_replaced(name: str, nbest: Path,
+                                                                                tmp_path: Path) -> None:
+    """``-o /dev/stdout`` (a link to /proc/self/fd/1) with stdout appended to a file: the lines go after what the
+    file held, as ``-o -`` writes them, and the file is never replaced."""
+    if name == "link":
+        os.symlink("/proc/self/fd/1", tmp_path / "link")
+        name = str(tmp_path / "link")
+    log = tmp_path / "x.log"
+    log.write_text("PREVIOUS\n")
+    inode = log.stat().st_ino
+    with open(log, "ab") as stdout:
+        result = subprocess.run([sys.executable, "-m", "rerank", "cut-nbest", str(nbest), "-n", "1", "-o", name],
+                                stdout=stdout, stderr=subprocess.PIPE, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "PREVIOUS" and len(lines) == 4  # and the 1-best of each of the 3 sentences
+    assert log.stat().st_ino == inode and leftovers(tmp_path) == []
+
+
+def test_an_output_through_another_process_fd_is_refused(nbest: Path, capsys) -> None:
+    assert main(["cut-nbest", str(nbest), "-n", "1", "-o", "/proc/1/fd/1"]) == 2
+    assert "not one of rerank's own open files" in capsys.readouterr().err
+
+
+def test_dev_stdout_and_dash_are_both_stdout(nbest: Path, capsys) -> None:
+    assert main(["apply", str(nbest), *WEIGHTS, "-o", "-", "--nbest-out", "/proc/self/fd/1"]) == 2
+    assert "both write to stdout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["score-nbest", "{nbest}", "--word-penalty", "--config", "{config}", "--shard", "1/2", "-o", "{out}"],
+    ["translate", "--model", "{config}", "-i", "{nbest}", "--shard", "1/2", "-o", "{out}"]],
+    ids=["score-nbest", "translate"])
+def test_a_shard_manifest_never_lands_on_an_input(command: list[str], nbest: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "part"
+    config = tmp_path / "part.shard.yaml"  # the manifest's name beside OUT
+    config.write_text("features: []\n")
+    argv = [arg.format(nbest=nbest, config=config, out=out) for arg in command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--output (its manifest)" in err and "it is also an input" in err
+    assert config.read_text() == "features: []\n" and not out.exists()

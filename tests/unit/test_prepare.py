@@ -21,7 +21,13 @@ from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.batching import to_ids
 from rerank.models.vocab import Vocabulary
 from rerank.training.data import bucketed_order, make_batch, read_parallel
-from rerank.training.prepare import MANIFEST, PrepareSettings, prepare_parallel, prepare_phrase_table
+from rerank.training.prepare import (
+    MANIFEST,
+    PrepareSettings,
+    manifest_checksum,
+    prepare_parallel,
+    prepare_phrase_table,
+)
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,6 +171,7 @@ def test_damaged_prepared_data_are_refused_naming_the_file(tmp_path: Path, test_
     else:
         manifest = json.loads((prepared / MANIFEST).read_text())
         manifest["shards"][0]["pairs"] += 1
+        manifest["checksum"] = manifest_checksum(manifest)  # an edit its checksum does not catch: the index does
         (prepared / MANIFEST).write_text(json.dumps(manifest))
         expected = f"{prepared / 'shard-00000.idx'}: refused: expected offsets of"
     status, err = run_cli(["train", "--config", str(config)], capsys)
@@ -178,7 +185,7 @@ def test_a_vocabulary_that_is_not_the_models_is_refused(tmp_path: Path, test_dat
     prepare_parallel(*corpus, prepared)
     config = train_config(tmp_path, test_data, prepared, model)
     assert run_cli(["train", "--config", str(config)], capsys)[0] == 0
-    prepare_parallel(*corpus, prepared, PrepareSettings(src_vocab_size=100), replace=True)  # prepared again
+    prepare_parallel(corpus[1], corpus[0], prepared, replace=True)  # prepared again, from other text
     config.write_text(config.read_text().replace("max_updates: 2", "max_updates: 4"))
     status, err = run_cli(["train", "--config", str(config)], capsys)
     assert status == 2
