@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
+from rerank.models.device import Work, faster_path
 from rerank.models.layers import PRECISIONS, Int8Matrices, gold_log_probs
 from rerank.models.vocab import BOS_ID, PAD_ID
 
@@ -72,11 +73,12 @@ class Seq2Seq(nn.Module):
     it at real positions only, with what depends on the source alone computed once per sentence
     and the recurrence's input-side projections once for all steps; :func:`gold_log_probs` then
     applies the output layer block by block. :meth:`forward` (the training loss), :meth:`score`
-    and :meth:`step` take the fast path, or the straightforward one while ``reference`` is set
-    (see :func:`reference_path`): the tests hold the two to the same numbers.
+    and :meth:`step` take the path that measured faster on the model's device for that work
+    (:func:`rerank.models.device.faster_path`), or the one ``path`` forces (see :func:`reference_path`): the
+    tests hold the two to the same numbers.
     """
 
-    reference: bool = False
+    path: str | None = None  # fast or reference, for every kind of work; None: the faster on the model's device
     blockwise_steps: bool = True  # the search may run the output layer on step_features' rows in blocks
     # The decoder depends on the source only through the last state of a left-to-right encoder, so
     # sources that share a prefix share its encoder states: :meth:`encode_trie` and :meth:`decoder_start`.
@@ -117,6 +119,11 @@ class Seq2Seq(nn.Module):
             return self.int8.affine("output", features, layer.weight, layer.bias)
         return layer(features)
 
+    def uses_reference(self, work: Work) -> bool:
+        """Whether ``work`` takes the reference path: as ``path`` forces, or else the faster on this device."""
+        path = self.path or faster_path(next(self.parameters()).device.type, work, self.config.architecture)
+        return path == "reference"
+
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """The initial decoder state for sources (B, S) of lengths (B,)."""
         raise NotImplementedError
@@ -153,7 +160,7 @@ class Seq2Seq(nn.Module):
 
     def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         """Log-probabilities (B, V) of the next word after ``prev`` (B,), and the new state."""
-        if self.reference:
+        if self.uses_reference("search"):
             return self.step_reference(prev, state)
         features, state = self.step_features(prev, state)
         return torch.log_softmax(self.output_logits(features), dim=-1), state
@@ -167,7 +174,7 @@ class Seq2Seq(nn.Module):
         """The training loss: −Σ ln p (a scalar) of the targets ``trg`` (B, T) (words then ``</s>``, padded); with
         ``label_smoothing`` ε, Σ over the target tokens of (1 − ε)(−ln p(y)) + ε · mean over the vocabulary of
         −ln p(v) (Szegedy et al. 2016). Scores (:meth:`score`) are always the model's ln p."""
-        if self.reference:
+        if self.uses_reference("training"):
             logits = self.logits(src, src_len, trg)
             nll = -token_log_probs(logits, trg).sum()
             if not label_smoothing:
@@ -191,7 +198,7 @@ class Seq2Seq(nn.Module):
 
     def score(self, state: DecoderState, trg: Tensor) -> Tensor:
         """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""
-        if self.reference:
+        if self.uses_reference("scoring"):
             logits, _ = self.teacher_forced(state, shift_right(trg))
             return token_log_probs(logits, trg).sum(-1)
         keep = trg != PAD_ID
@@ -202,13 +209,14 @@ class Seq2Seq(nn.Module):
 
 @contextlib.contextmanager
 def reference_path(model: Seq2Seq, on: bool = True) -> Iterator[Seq2Seq]:
-    """Within the block, ``model`` computes its loss, scores and search steps the straightforward way."""
-    before = model.reference
-    model.reference = on
+    """Within the block, ``model`` computes its loss, scores and search steps the straightforward way (with
+    ``on`` false: the fast way), whatever its device."""
+    before = model.path
+    model.path = "reference" if on else "fast"
     try:
         yield model
     finally:
-        model.reference = before
+        model.path = before
 
 
 def sum_rows(values: Tensor, keep: Tensor) -> Tensor:
