@@ -116,7 +116,7 @@ def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float
 
     def seconds_per_row(rows: int) -> float:
         x = torch.randn(rows, weight.shape[0], device=device)
-        repeats = max(5, 20000 // rows)
+        repeats = max(5, min(20000 // rows, int(4e9 // (2 * rows * weight.numel()))))  # at most ~4 GFLOP
         for _ in range(3):
             x @ weight
         sync(device)

@@ -118,8 +118,7 @@ def against_moses(moses_bin: Path, config: TuneConfig, repeat: int) -> bool:
         plain.write_text("".join(line + "\n" for line in read_text(nbest)), encoding="utf-8")
         scores, features = Path(work) / "scores.dat", Path(work) / "features.dat"
         dev, dev_bleu = load([nbest], reference)
-        moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini",
-                                from_moses_ini=True)
+        moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini")
         init = Path(work) / "init.dense"
         init.write_text("".join(f"F{i}= {w!r}\n" for i, w in enumerate(moses.tolist())))
         output = Path(work) / "kbmira.weights"
@@ -186,9 +185,8 @@ def main() -> None:
     print(f"load + BLEU statistics: {seconds(cpu, wall)}; {dev.num_sentences} sentences, "
           f"{int(dev.counts.sum())} distinct hypotheses, {dev.dims} features")
     print(f"signature: {dev_bleu.signature()}")
-    moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini",
-                            from_moses_ini=True)
-    untuned = aligned_weights(UNTUNED, dev.layout, "train-model.perl defaults", from_moses_ini=True)
+    moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini")
+    untuned = aligned_weights(UNTUNED, dev.layout, "train-model.perl defaults")
     print(f"Moses' 1-best (its tuned weights): BLEU {score(dev, dev_bleu, moses):.2f}; "
           f"untuned defaults: BLEU {score(dev, dev_bleu, untuned):.2f}")
     bounds = mert_bounds(dev.layout, config.mert)
