@@ -90,6 +90,7 @@ class Seq2Seq(nn.Module):
         self.src_vocab_size = src_vocab_size
         self.trg_vocab_size = trg_vocab_size
         self.int8: Int8Matrices | None = None  # int8 inference (set_precision)
+        self.device_type = "cpu"  # where the weights are (kept by _apply): it chooses the paths
 
     def set_precision(self, precision: str) -> None:
         """``fp32``, or ``int8``: the fast paths' matrix multiplies (the decoder's recurrence and output layers,
@@ -110,7 +111,9 @@ class Seq2Seq(nn.Module):
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), ...: new weights, new int8 copies
         if self.int8 is not None:
             self.int8.clear()
-        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        module = super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        self.device_type = next((p.device.type for p in self.parameters()), "cpu")
+        return module
 
     def output_logits(self, features: Tensor) -> Tensor:
         """The output layer's logits (..., V) from features (..., U)."""
@@ -121,7 +124,7 @@ class Seq2Seq(nn.Module):
 
     def uses_reference(self, work: Work) -> bool:
         """Whether ``work`` takes the reference path: as ``path`` forces, or else the faster on this device."""
-        path = self.path or faster_path(next(self.parameters()).device.type, work, self.config.architecture)
+        path = self.path or faster_path(self.device_type, work, self.config.architecture)
         return path == "reference"
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
