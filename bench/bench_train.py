@@ -123,6 +123,9 @@ def main() -> int:
             counted = {path: [update_flops(trainer, b, warm_up + i, path) for i, b in enumerate(timed_batches)]
                        for path in PATHS}
             flops = {path: sum(f for f, _ in counted[path]) / tokens for path in PATHS}  # per target token
+            print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
+                  f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
+                                                                  for path in PATHS))
             # the paths' losses from the same weights: on a GPU without dropout (see LOSS_TOLERANCE)
             checked = counted if not gpu else {
                 path: [update_flops(trainer, b, warm_up + i, path, dropout=False) for i, b in enumerate(timed_batches)]
@@ -131,16 +134,13 @@ def main() -> int:
                            in zip(checked["fast"], checked["reference"], strict=True)]
             with_dropout = [abs(fast - reference) / abs(reference) for (_, fast), (_, reference)
                             in zip(counted["fast"], counted["reference"], strict=True)]
-            print(f"{name}: the paths' loss of one update from the same weights, largest relative difference "
+            print(f"the paths' loss of one update from the same weights: largest relative difference "
                   f"{max(differences):.1e}{' without dropout' if gpu else ''} (at most {LOSS_TOLERANCE:g} allowed)"
                   + (f"; {max(with_dropout):.1e} with dropout, whose masks differ between the paths on a GPU"
                      if gpu else ""))
             if not max(differences) <= LOSS_TOLERANCE:
                 disagreements.append(f"{name}: the loss of one update from the same weights differs by "
                                      f"{max(differences):.1e} (relative) between the fast and the reference path")
-            print(f"\n== {name}: {parameters / 1e6:.1f}M parameters; matrix-multiply FLOPs of an update, forward "
-                  f"and backward, per target token: " + ", ".join(f"{path} {flops[path] / 1e6:.1f} MFLOP"
-                                                                  for path in PATHS))
             if gpu:
                 print(f"{'device':>7} {'path':<10} {'tokens/s':>9} {'s/update':>9} {'GFLOP/s':>8} {'share':>6} "
                       f"{'fp32 matmul GFLOP/s':>19} {'peak GPU memory':>15}")
