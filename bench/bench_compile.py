@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from quick import parse_args
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -45,7 +46,7 @@ def main() -> int:
     parser.add_argument("--beam", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parse_args(parser, {"sentences": 4, "pairs": 50, "beam": 2, "repeat": 1})
     torch.set_num_threads(args.threads)
     loaded = load_model(args.model)
     if not (isinstance(loaded.model, rnnsearch.RNNSearch) and loaded.model._fused_attention()):

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import yaml
+from quick import parse_args
 
 from rerank.config import load_yaml
 
@@ -64,7 +65,7 @@ def main() -> int:
     parser.add_argument("--updates", type=int, default=120)
     parser.add_argument("--log-every", type=int, default=20)
     parser.add_argument("--config", type=Path, default=CONFIG, help="the training config (default: %(default)s)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"processes": [1], "updates": 6, "log_every": 2})
     config = args.config.resolve()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {config.relative_to(REPO)}, "
           f"{args.updates} updates, one thread per process")

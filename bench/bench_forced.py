@@ -33,6 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from quick import parse_args  # noqa: E402
+
 from rerank.formats.nbest import read_nbest  # noqa: E402
 from rerank.rescore.forced import ForcedDecoding, filtered_ini, force_decode  # noqa: E402
 
@@ -51,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="Moses' threads (default 2)")
     parser.add_argument("--no-filter", action="store_true", help="load the whole phrase table")
     parser.add_argument("--details", type=Path, help="write the hypotheses that do not match here")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"list": "test", "sentences": 2, "threads": 1}, argv)
 
     system = args.data / "moses-multi30k"
     nbest_name, source_name = LISTS[args.list]

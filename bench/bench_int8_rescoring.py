@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+from quick import first_sentences, parse_args  # noqa: E402
 
 from rerank.formats.nbest import read_nbest  # noqa: E402
 
@@ -52,11 +53,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=REPO / "runs" / "int8-rescoring")
     parser.add_argument("--threads", type=int, default=1, help="score-nbest's threads (default: %(default)s)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    args = parser.parse_args(argv)
+    parser.add_argument("--sentences", type=int, help="the lists' first N sentences only (default: all)")
+    args = parse_args(parser, {"seeds": [1], "sentences": 3}, argv)
     data = args.shared / "data"
     moses, tok = data / "moses-multi30k", data / "multi30k" / "tok"
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
+    nbest = {split: moses / "nbest" / f"{split}.100best.gz" for split in SPLITS}
+    text = {(split, lang): tok / f"{split}.lc.norm.tok.{lang}" for split in SPLITS for lang in ("en", "fr")}
+    if args.sentences is not None:  # the lists, sources and references cut to their first sentences
+        for split in SPLITS:
+            nbest[split] = first_sentences(nbest[split], args.sentences, work / f"{split}.100best.gz")
+            for lang in ("en", "fr"):
+                cut = work / text[split, lang].name
+                lines = text[split, lang].read_text(encoding="utf-8").splitlines(keepends=True)[:args.sentences]
+                cut.write_text("".join(lines), encoding="utf-8")
+                text[split, lang] = cut
     rerank = [sys.executable, "-m", "rerank"]
 
     def run(step: str, output: Path, command: list[str]) -> None:
@@ -78,13 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     for split in SPLITS:
         for precision in PRECISIONS:
             run(f"score-nbest {split} {precision}", work / f"{split}.{precision}.gz",
-                [*rerank, "score-nbest", str(moses / "nbest" / f"{split}.100best.gz"),
-                 "--source", str(tok / f"{split}.lc.norm.tok.en"), "--config", str(CONFIG),
+                [*rerank, "score-nbest", str(nbest[split]), "--source", str(text[split, "en"]), "--config", str(CONFIG),
                  "--precision", precision, "--threads", str(args.threads), "-o", str(work / f"{split}.{precision}.gz")])
     for precision in PRECISIONS:
         for seed in args.seeds:
             run(f"tune {precision} seed {seed}", work / f"weights.{precision}.{seed}.yaml",
-                [*rerank, "tune", "--nbest", str(work / f"val.{precision}.gz"), "-r", str(tok / "val.lc.norm.tok.fr"),
+                [*rerank, "tune", "--nbest", str(work / f"val.{precision}.gz"), "-r", str(text["val", "fr"]),
                  "--init", str(moses / "model" / "moses.ini"), "--optimizer", "mert", "--seed", str(seed),
                  "-o", str(work / f"weights.{precision}.{seed}.yaml")])
 
@@ -104,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
                 best = work / f"{split}.{features}-features.{weights}-weights.{seed}.1best"
                 run(f"apply {best.name}", best,
                     [*rerank, "apply", str(work / f"{split}.{features}.gz"), "--weights",
-                     str(work / f"weights.{weights}.{seed}.yaml"), "--source", str(tok / f"{split}.lc.norm.tok.en"),
+                     str(work / f"weights.{weights}.{seed}.yaml"), "--source", str(text[split, "en"]),
                      "-o", str(best)])
                 report = best.with_suffix(".json")
                 run(f"evaluate {best.name}", report,
-                    [*rerank, "evaluate", "--tokenize", "none", "-r", str(tok / f"{split}.lc.norm.tok.fr"),
+                    [*rerank, "evaluate", "--tokenize", "none", "-r", str(text[split, "fr"]),
                      str(best), "--json", str(report)])
                 result = json.loads(report.read_text(encoding="utf-8"))
                 scores.append(result["systems"][0]["bleu"])

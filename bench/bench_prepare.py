@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from quick import parse_args
+
 REPO = Path(__file__).resolve().parents[1]
 MULTI30K = "multi30k/tok/train.lc.norm.tok"
 SMALL_MODEL = {"architecture": "rnnsearch", "embedding_size": 128, "hidden_size": 128, "maxout_size": 128,
@@ -75,6 +77,7 @@ def child_prepare(source: str, target: str, output: str) -> dict[str, float]:
 
 def child_train(prepared: str, valid: str, updates: int, model: str, threads: int) -> dict[str, float]:
     import torch
+    from bench_train import update
 
     from rerank.config import from_dict
     from rerank.training.config import TrainConfig
@@ -102,14 +105,14 @@ def child_train(prepared: str, valid: str, updates: int, model: str, threads: in
         for b in range(updates):
             if b == warm_up:
                 started, tokens = time.perf_counter(), 0
-            tokens += trainer._update(plan[b])[1]
+            tokens += update(trainer, plan[b], b)[1]
         seconds = time.perf_counter() - started
         flops = 0.0
         if paper:  # the matrix multiplies of one more update, forward and backward, per target token
             from torch.utils.flop_counter import FlopCounterMode
 
             with FlopCounterMode(display=False) as counter:
-                counted = trainer._update(plan[updates])[1]
+                counted = update(trainer, plan[updates], updates)[1]
             flops = counter.get_total_flops() / counted
     return {"flops_per_token": flops, "updates": updates - warm_up, "seconds": seconds,
             "tokens_per_s": tokens / seconds, "s_per_update": seconds / (updates - warm_up),
@@ -133,7 +136,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--work", type=Path, help="scratch directory (default: a temporary one, removed)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, {"pairs": 30_000, "updates": WARM_UP + 2, "threads": 1})
     if args.child:
         kind, *rest = args.child
         if kind == "prepare":

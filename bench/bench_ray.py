@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from quick import parse_args
 
 from rerank.formats.files import GZIP_LEVEL
 from rerank.formats.phrase_table import read_phrase_table
@@ -99,7 +100,7 @@ def main() -> int:
     parser.add_argument("--short", type=int, default=10_000, help="lines of the slice that measures start-up")
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     parser.add_argument("--no-io", action="store_true", help="skip the I/O rates")
-    args = parser.parse_args()
+    args = parse_args(parser, {"lines": 400, "short": 200, "workers": [1], "no_io": True})
     if not args.table.exists():
         print(f"{args.table} not found: this benchmark needs the real phrase table", file=sys.stderr)
         return 1

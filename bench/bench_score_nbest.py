@@ -19,7 +19,6 @@ first N sentences.
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
+from quick import first_sentences, parse_args  # noqa: E402
 
 from rerank.formats.nbest import read_nbest  # noqa: E402
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sentences", type=int, help="only the first N sentences of the list")
     parser.add_argument("--model", type=Path, help="time this model's nmt feature at fp32 and int8 instead")
     parser.add_argument("--threads", type=int, help="score-nbest --threads")
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"repeat": 1, "sentences": 2}, argv)
     moses, tok = args.data / "moses-multi30k", args.data / "multi30k" / "tok"
     lm = ["--lm", str(moses / "lm" / "train.fr.4.arpa")]
     unk = ["--unk-corpus", str(tok / "train.lc.norm.tok.fr")]
@@ -93,16 +93,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"max {quantiles[3]:.4f}")
     print(f"load average after the runs: {os.getloadavg()[0]:.1f}")
     return 0
-
-
-def first_sentences(nbest: Path, sentences: int, out: Path) -> Path:
-    """The lines of ``nbest``'s first ``sentences`` sentences (ids 0 .. sentences - 1), gzipped to ``out``."""
-    with gzip.open(nbest, "rb") as source, gzip.open(out, "wb") as target:
-        for line in source:
-            if int(line.split(b"|||", 1)[0]) >= sentences:
-                break
-            target.write(line)
-    return out
 
 
 def count(nbest: Path) -> tuple[int, int]:

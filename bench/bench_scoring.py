@@ -18,8 +18,8 @@ training data (throughput does not depend on the weights), it prints:
   ``torch.utils.flop_counter.FlopCounterMode`` counts them, without padding: an encoder pass per
   distinct source of a window, then a decoder pass per pair (reference) or a decoder step per
   distinct prefix (fast), at their own lengths;
-* with ``--precisions fp32 int8`` (the default), the fast path in fp32 and with int8 weights
-  (:meth:`rerank.models.seq2seq.Seq2Seq.set_precision`), timed in turn, their ratio, and the
+* with ``--precisions fp32 int8`` (the default on the CPU; fp32 alone on a GPU), the fast path in fp32 and
+  with int8 weights (:meth:`rerank.models.seq2seq.Seq2Seq.set_precision`), timed in turn, their ratio, and the
   distribution of the int8 scores' differences from the fp32 ones;
 * peak resident memory of this process;
 * with ``--profile``, where the fast path's time went, by torch operator (see ``OpProfile`` in
@@ -44,7 +44,7 @@ ignored (one run).
     python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 1
     python bench/bench_scoring.py --model examples/models/rnnsearch --configs rnnsearch-small --threads 2 \
         --workloads table --pairs 5000 --naive 0 --no-reference --repeat 3
-    python bench/bench_scoring.py --device cuda --precisions fp32 --configs rnnsearch-small --workloads \
+    python bench/bench_scoring.py --device cuda --configs rnnsearch-small --workloads \
         --naive 0 --full-table
 """
 
@@ -69,6 +69,7 @@ import numpy as np
 import torch
 from machine import (
     add_device_argument,
+    add_precisions_argument,
     add_profile_argument,
     check_profile,
     describe_gpu,
@@ -77,9 +78,11 @@ from machine import (
     is_gpu,
     matmul_rate,
     mib,
+    precisions_of,
     profile_ops,
     sync,
 )
+from quick import parse_args
 
 from rerank.formats.files import read_text
 from rerank.formats.nbest import read_nbest
@@ -117,14 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[torch.get_num_threads()])
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per figure")
     parser.add_argument("--workloads", nargs="*", choices=["table", "nbest"], default=["table", "nbest"])
+    parser.add_argument("--nbest-sentences", type=int, help="the n-best list's first N sentences only (default: all)")
     parser.add_argument("--full-table", action="store_true", help="also rerank score-table on the whole table")
     parser.add_argument("--no-reference", action="store_true", help="time the fast path only")
-    parser.add_argument("--precisions", nargs="+", choices=["fp32", "int8"], default=["fp32", "int8"],
-                        help="the fast path's precisions, timed in turn with the reference path (fp32) "
-                             "(default: both; int8 runs on the CPU only)")
+    add_precisions_argument(parser, "the fast path (the reference path runs fp32)")
     add_profile_argument(parser, "the fast path")
     add_device_argument(parser)
-    args = parser.parse_args(argv)
+    args = parse_args(parser, {"pairs": 100, "naive": 3, "repeat": 1, "nbest_sentences": 2}, argv)
     device = device_of(args.device)
     gpu = is_gpu(device)
     check_profile(parser, args.profile, device)
@@ -133,17 +135,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.model and len(args.configs) != 1:
         parser.error("--model goes with one config")
     table = args.data / "moses-multi30k" / "model" / "phrase-table.gz"
+    nbest_part = f", first {args.nbest_sentences} sentences" if args.nbest_sentences else ""
     workloads = [Workload(f"phrase table, first {args.pairs or 'all'} lines", "pairs", table_pairs(table, args.pairs))
-                 if kind == "table" else Workload("n-best, test_2016_flickr 100-best", "hyps", nbest_pairs(args.data))
+                 if kind == "table" else Workload(f"n-best, test_2016_flickr 100-best{nbest_part}", "hyps",
+                                 nbest_pairs(args.data, args.nbest_sentences))
                  for kind in args.workloads]
     print(f"{os.cpu_count()} CPUs, torch {torch.__version__}, threads {args.threads}, "
           f"load average {os.getloadavg()[0]:.1f}")
     if gpu:
         print(f"{describe_gpu(device)}; CPU threads do not matter here: one run, no thread loop")
     disagreements: list[str] = []
-    if gpu and "int8" in args.precisions:
-        parser.error("int8 runs on the CPU only: give --precisions fp32 with --device cuda")
-    precisions = args.precisions
+    precisions = precisions_of(parser, args.precisions, device)
     for name in args.configs:
         scorer = make_scorer(name, args.model, device, args.data)
         reference = Scorer(scorer.model, scorer.src_vocab, scorer.trg_vocab, ScoringConfig(share_prefixes=False))
@@ -265,10 +267,14 @@ def table_pairs(path: Path, lines: int) -> list[Pair]:
     return [(e.source.split(), e.target.split()) for e in (itertools.islice(entries, lines) if lines else entries)]
 
 
-def nbest_pairs(data: Path) -> list[Pair]:
+def nbest_pairs(data: Path, sentences: int | None = None) -> list[Pair]:
+    """The test 100-best list's (source, hypothesis) pairs, of its first ``sentences`` sentences (default: all)."""
     sources = read_text(data / "multi30k" / "tok" / "test_2016_flickr.lc.norm.tok.en")
     nbest = data / "moses-multi30k" / "nbest" / "test_2016_flickr.100best.gz"
-    return [(sources[e.sentence_id].split(), e.tokens) for e in read_nbest(nbest)]
+    entries = read_nbest(nbest)
+    if sentences is not None:
+        entries = itertools.takewhile(lambda e: e.sentence_id < sentences, entries)
+    return [(sources[e.sentence_id].split(), e.tokens) for e in entries]
 
 
 def table_sample(pairs: list[Pair], size: int) -> list[Pair]:

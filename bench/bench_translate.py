@@ -12,7 +12,7 @@ one sentence at a time (``beam_search`` on batches of one) against batched decod
 ``--single-sentences`` sentences (the "batching" column); and whether all gave the same
 translations. It exits with status 1 when the fast and the reference path give different best
 translations for more than ``MAX_DIFFERENT`` (0.5%) of the sentences at any beam. With ``--precisions
-fp32 int8`` (the default) the fast search also runs with int8 weights
+fp32 int8`` (the default on the CPU; fp32 alone on a GPU) the fast search also runs with int8 weights
 (:meth:`rerank.models.seq2seq.Seq2Seq.set_precision`), in turn with fp32, and prints its rate, the
 ratio of each pair of runs and how many best translations are the same as fp32's. Beside them,
 the ceiling that batching can reach: how much faster the largest matrix multiply of a decoding
@@ -26,7 +26,7 @@ profiler (see ``OpProfile`` in ``bench/machine.py``).
     python bench/bench_translate.py                  # random weights with the small config's sizes
     python bench/bench_translate.py --model examples/models/rnnsearch --beams 10 --sentences 300 --threads 2 \
         --repeat 3 --no-reference
-    python bench/bench_translate.py --model runs/rnnsearch-small --device cuda --precisions fp32
+    python bench/bench_translate.py --model runs/rnnsearch-small --device cuda
 
 With ``--device cuda`` the model and the searches run on the GPU, the clocks are read after
 synchronising, the share is of the GPU's fp32 rate (no TF32, torch's default; the TF32 and bf16
@@ -51,6 +51,7 @@ import torch
 from machine import (
     Timing,
     add_device_argument,
+    add_precisions_argument,
     add_profile_argument,
     check_profile,
     describe,
@@ -58,11 +59,13 @@ from machine import (
     flop_counter,
     is_gpu,
     mib,
+    precisions_of,
     profile_ops,
     share,
     sync,
     timed,
 )
+from quick import parse_args
 
 from rerank.config import from_dict, load_yaml
 from rerank.models.architectures import build_model
@@ -113,7 +116,7 @@ def matmul_ceiling(model: Seq2Seq, batched_rows: int, single_rows: int) -> float
 
     def seconds_per_row(rows: int) -> float:
         x = torch.randn(rows, weight.shape[0], device=device)
-        repeats = max(5, 20000 // rows)
+        repeats = max(5, min(20000 // rows, int(4e9 // (2 * rows * weight.numel()))))  # at most ~4 GFLOP
         for _ in range(3):
             x @ weight
         sync(device)
@@ -140,18 +143,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     add_profile_argument(parser, "each path")
     parser.add_argument("--repeat", type=int, default=1, help="timed passes per path (the fastest is shown)")
-    parser.add_argument("--precisions", nargs="+", choices=["fp32", "int8"], default=["fp32", "int8"],
-                        help="the fast path's precisions, timed in turn (default: both; int8 on the CPU only)")
+    add_precisions_argument(parser, "the fast search")
     parser.add_argument("--no-reference", action="store_true", help="time the fast path only (and no one-at-a-time)")
     add_device_argument(parser)
-    args = parser.parse_args()
+    args = parse_args(parser, {"model": str(REPO / "examples" / "models" / "rnnsearch"), "beams": [1, 3],
+                                      "sentences": 6, "single_sentences": 2, "batch_size": 3})
     device = device_of(args.device)
     gpu = is_gpu(device)
     check_profile(parser, args.profile, device)
-    if "fp32" not in args.precisions:
-        parser.error("--precisions: fp32 is the baseline, give it too")
-    if gpu and "int8" in args.precisions:
-        parser.error("int8 runs on the CPU only: give --precisions fp32 with --device cuda")
+    args.precisions = precisions_of(parser, args.precisions, device)
     on = device if gpu else None  # where the searches' tensors go: the CPU's calls stay as they were
     if args.source is None:
         args.source = str(args.data / SOURCE)

@@ -26,6 +26,7 @@ more than 0.5 below kbmira's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import resource
 import statistics
@@ -39,6 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as Moses' mert
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
+from quick import first_sentences, parse_args
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -86,11 +88,13 @@ def seconds(cpu: list[float], wall: list[float]) -> str:
             f"{min(wall):6.2f} s wall (median {statistics.median(wall):.2f}) over {len(cpu)} runs")
 
 
-def load(paths: list[Path], references: Path) -> tuple[TuningData, BleuStatistics]:
-    bleu = BleuStatistics([read_text(references)])
+def load(paths: list[Path], references: Path, sentences: int | None = None) -> tuple[TuningData, BleuStatistics]:
+    """The n-best lists ``paths`` (their first ``sentences`` sentences, default all) and their BLEU statistics."""
+    bleu = BleuStatistics([read_text(references)[:sentences]])
     pool = NBestPool(bleu, reference_name=str(references))
-    for path in paths:
-        pool.add(path)
+    with tempfile.TemporaryDirectory() as work:
+        for i, path in enumerate(paths):
+            pool.add(path if sentences is None else first_sentences(path, sentences, Path(work) / f"{i}.gz"))
     return pool.data(), bleu
 
 
@@ -114,8 +118,7 @@ def against_moses(moses_bin: Path, config: TuneConfig, repeat: int) -> bool:
         plain.write_text("".join(line + "\n" for line in read_text(nbest)), encoding="utf-8")
         scores, features = Path(work) / "scores.dat", Path(work) / "features.dat"
         dev, dev_bleu = load([nbest], reference)
-        moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini",
-                                from_moses_ini=True)
+        moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini")
         init = Path(work) / "init.dense"
         init.write_text("".join(f"F{i}= {w!r}\n" for i, w in enumerate(moses.tolist())))
         output = Path(work) / "kbmira.weights"
@@ -161,10 +164,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=TuneConfig().seed)
     parser.add_argument("--moses", type=Path, metavar="BIN", help="Moses' bin/ (extractor, kbmira, pro): compare")
     parser.add_argument("--only-moses", action="store_true", help="with --moses: only the comparison")
-    args = parser.parse_args()
+    parser.add_argument("--sentences", type=int, help="the lists' first N sentences only (default: all)")
+    parser.add_argument("--restarts", type=int, default=TuneConfig().mert.restarts,
+                        help="MERT's restarts (default: %(default)s)")
+    args = parse_args(parser, {"sentences": 20, "restarts": 2})
     if not SYSTEM.is_dir():
         sys.exit(f"needs the Moses Multi30k system at {SYSTEM}")
-    config = TuneConfig(seed=args.seed)
+    config = TuneConfig(seed=args.seed, mert=dataclasses.replace(TuneConfig().mert, restarts=args.restarts))
     agrees = against_moses(args.moses, config, args.repeat) if args.moses is not None else True
     if args.only_moses:
         sys.exit(0 if agrees else "rerank's MIRA is more than 0.5 BLEU below kbmira's")
@@ -175,13 +181,12 @@ def main() -> None:
 
     print("== val.100best.gz: 1 n-best list ==")
     (dev, dev_bleu), cpu, wall = timed(lambda: load([SYSTEM / "nbest/val.100best.gz"],
-                                                   TOK / "val.lc.norm.tok.fr"), 1)
+                                                   TOK / "val.lc.norm.tok.fr", args.sentences), 1)
     print(f"load + BLEU statistics: {seconds(cpu, wall)}; {dev.num_sentences} sentences, "
           f"{int(dev.counts.sum())} distinct hypotheses, {dev.dims} features")
     print(f"signature: {dev_bleu.signature()}")
-    moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini",
-                            from_moses_ini=True)
-    untuned = aligned_weights(UNTUNED, dev.layout, "train-model.perl defaults", from_moses_ini=True)
+    moses = aligned_weights(load_weights(SYSTEM / "model/moses.ini"), dev.layout, SYSTEM / "model/moses.ini")
+    untuned = aligned_weights(UNTUNED, dev.layout, "train-model.perl defaults")
     print(f"Moses' 1-best (its tuned weights): BLEU {score(dev, dev_bleu, moses):.2f}; "
           f"untuned defaults: BLEU {score(dev, dev_bleu, untuned):.2f}")
     bounds = mert_bounds(dev.layout, config.mert)
@@ -203,7 +208,7 @@ def main() -> None:
 
     print("\n== tuning/run1-5.best100.out.gz: the 5 accumulated lists of Moses' tuning ==")
     paths = [SYSTEM / f"tuning/run{i}.best100.out.gz" for i in range(1, 6)]
-    (tuning, tuning_bleu), cpu, wall = timed(lambda: load(paths, TOK / "val.lc.norm.tok.fr"), 1)
+    (tuning, tuning_bleu), cpu, wall = timed(lambda: load(paths, TOK / "val.lc.norm.tok.fr", args.sentences), 1)
     print(f"load + BLEU statistics: {seconds(cpu, wall)}; {int(tuning.counts.sum())} distinct hypotheses "
           f"(at most {tuning.features.shape[1]} for a sentence)")
     result, cpu, wall = timed(lambda: mert(tuning, moses, config.mert, bounds, np.random.default_rng(args.seed)),
@@ -213,7 +218,8 @@ def main() -> None:
     results["MERT 5 tuning lists"] = result.weights
 
     print("\n== val.100best.gz (dev) and test_2016_flickr.100best.gz (test) reranked ==")
-    test, test_bleu = load([SYSTEM / "nbest/test_2016_flickr.100best.gz"], TOK / "test_2016_flickr.lc.norm.tok.fr")
+    test, test_bleu = load([SYSTEM / "nbest/test_2016_flickr.100best.gz"], TOK / "test_2016_flickr.lc.norm.tok.fr",
+                          args.sentences)
     rows = {"untuned (train-model.perl defaults)": untuned, "Moses' tuned weights (moses.ini)": moses, **results}
     for name, weights in rows.items():
         print(f"{name:40s} dev {score(dev, dev_bleu, weights):6.2f}   test {score(test, test_bleu, weights):6.2f}")

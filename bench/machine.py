@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
+from quick import parse_args
 from torch.utils.flop_counter import FlopCounterMode
 
 T = TypeVar("T")
@@ -50,6 +51,23 @@ def device_of(name: str) -> torch.device:
     elif device.type != "cpu":
         raise SystemExit(f"device {name!r}: the benchmarks run on cpu or cuda")
     return device
+
+
+def add_precisions_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "int8"],
+                        help=f"{what}'s precisions, timed in turn (default: fp32 and int8 on the CPU, "
+                             "fp32 on a GPU, where int8 does not run)")
+
+
+def precisions_of(parser: argparse.ArgumentParser, given: list[str] | None, device: torch.device) -> list[str]:
+    """The precisions asked for, or the device's default: fp32 and int8 on the CPU, fp32 on a GPU."""
+    if given is None:
+        return ["fp32"] if is_gpu(device) else ["fp32", "int8"]
+    if "fp32" not in given:
+        parser.error("--precisions: fp32 is the baseline, give it too")
+    if is_gpu(device) and "int8" in given:
+        parser.error("int8 runs on the CPU only: give --precisions fp32 with --device cuda")
+    return given
 
 
 def is_gpu(device: torch.device | None) -> bool:
@@ -267,7 +285,7 @@ def mib(size: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description="This machine's matmul rates.")
     add_device_argument(parser)
-    device = device_of(parser.parse_args().device)
+    device = device_of(parse_args(parser, {}).device)
     print(describe(device))
     if not is_gpu(device):
         for threads in sorted({1, torch.get_num_threads()}):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import sacrebleu
 import torch
+from quick import parse_args
 
 from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
 from rerank.search.beam import SearchConfig
@@ -39,7 +40,7 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--lines", type=int, help="the first N lines only (a quick check)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"lines": 4, "beam": 2})
     torch.set_num_threads(args.threads)
     sources = [line.split() for line in Path(args.source).read_text(encoding="utf-8").splitlines()]
     references = Path(args.reference).read_text(encoding="utf-8").splitlines()

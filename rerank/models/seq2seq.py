@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 
 from rerank.models.config import ModelConfig
+from rerank.models.device import Work, faster_path
 from rerank.models.layers import PRECISIONS, Int8Matrices, gold_log_probs
 from rerank.models.vocab import BOS_ID, PAD_ID
 
@@ -72,11 +73,12 @@ class Seq2Seq(nn.Module):
     it at real positions only, with what depends on the source alone computed once per sentence
     and the recurrence's input-side projections once for all steps; :func:`gold_log_probs` then
     applies the output layer block by block. :meth:`forward` (the training loss), :meth:`score`
-    and :meth:`step` take the fast path, or the straightforward one while ``reference`` is set
-    (see :func:`reference_path`): the tests hold the two to the same numbers.
+    and :meth:`step` take the path that measured faster on the model's device for that work
+    (:func:`rerank.models.device.faster_path`), or the one ``path`` forces (see :func:`reference_path`): the
+    tests hold the two to the same numbers.
     """
 
-    reference: bool = False
+    path: str | None = None  # fast or reference, for every kind of work; None: the faster on the model's device
     blockwise_steps: bool = True  # the search may run the output layer on step_features' rows in blocks
     # The decoder depends on the source only through the last state of a left-to-right encoder, so
     # sources that share a prefix share its encoder states: :meth:`encode_trie` and :meth:`decoder_start`.
@@ -90,6 +92,7 @@ class Seq2Seq(nn.Module):
         self.src_vocab_size = src_vocab_size
         self.trg_vocab_size = trg_vocab_size
         self.int8: Int8Matrices | None = None  # int8 inference (set_precision)
+        self.device_type = "cpu"  # where the weights are (kept by _apply): it chooses the paths
 
     def max_source_length(self) -> int | None:
         """The most source positions (words and ``</s>``) the model can read, if it has a limit."""
@@ -114,7 +117,9 @@ class Seq2Seq(nn.Module):
     def _apply(self, fn: Any, recurse: bool = True) -> Any:  # .to(), .float(), ...: new weights, new int8 copies
         if self.int8 is not None:
             self.int8.clear()
-        return super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        module = super()._apply(fn, recurse)  # type: ignore[no-untyped-call]
+        self.device_type = next((p.device.type for p in self.parameters()), "cpu")
+        return module
 
     def output_logits(self, features: Tensor) -> Tensor:
         """The output layer's logits (..., V) from features (..., U)."""
@@ -122,6 +127,11 @@ class Seq2Seq(nn.Module):
         if self.int8 is not None:
             return self.int8.affine("output", features, layer.weight, layer.bias)
         return layer(features)
+
+    def uses_reference(self, work: Work) -> bool:
+        """Whether ``work`` takes the reference path: as ``path`` forces, or else the faster on this device."""
+        path = self.path or faster_path(self.device_type, work, self.config.architecture)
+        return path == "reference"
 
     def encode(self, src: Tensor, src_len: Tensor) -> DecoderState:
         """The initial decoder state for sources (B, S) of lengths (B,)."""
@@ -159,7 +169,7 @@ class Seq2Seq(nn.Module):
 
     def step(self, prev: Tensor, state: DecoderState) -> tuple[Tensor, DecoderState]:
         """Log-probabilities (B, V) of the next word after ``prev`` (B,), and the new state."""
-        if self.reference:
+        if self.uses_reference("search"):
             return self.step_reference(prev, state)
         features, state = self.step_features(prev, state)
         return torch.log_softmax(self.output_logits(features), dim=-1), state
@@ -173,7 +183,7 @@ class Seq2Seq(nn.Module):
         """The training loss: −Σ ln p (a scalar) of the targets ``trg`` (B, T) (words then ``</s>``, padded); with
         ``label_smoothing`` ε, Σ over the target tokens of (1 − ε)(−ln p(y)) + ε · mean over the vocabulary of
         −ln p(v) (Szegedy et al. 2016). Scores (:meth:`score`) are always the model's ln p."""
-        if self.reference:
+        if self.uses_reference("training"):
             logits = self.logits(src, src_len, trg)
             nll = -token_log_probs(logits, trg).sum()
             if not label_smoothing:
@@ -197,7 +207,7 @@ class Seq2Seq(nn.Module):
 
     def score(self, state: DecoderState, trg: Tensor) -> Tensor:
         """ln p(trg | source) (B,) by forced decoding; ``trg`` (B, T) is words then ``</s>``, padded."""
-        if self.reference:
+        if self.uses_reference("scoring"):
             logits, _ = self.teacher_forced(state, shift_right(trg))
             return token_log_probs(logits, trg).sum(-1)
         keep = trg != PAD_ID
@@ -208,13 +218,14 @@ class Seq2Seq(nn.Module):
 
 @contextlib.contextmanager
 def reference_path(model: Seq2Seq, on: bool = True) -> Iterator[Seq2Seq]:
-    """Within the block, ``model`` computes its loss, scores and search steps the straightforward way."""
-    before = model.reference
-    model.reference = on
+    """Within the block, ``model`` computes its loss, scores and search steps the straightforward way (with
+    ``on`` false: the fast way), whatever its device."""
+    before = model.path
+    model.path = "reference" if on else "fast"
     try:
         yield model
     finally:
-        model.reference = before
+        model.path = before
 
 
 def sum_rows(values: Tensor, keep: Tensor) -> Tensor:

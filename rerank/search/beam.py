@@ -243,9 +243,9 @@ def step_extensions(model: Seq2Seq, prev: Tensor, state: DecoderState, at_max: T
     """One search step: the new state and each row's best ``k`` extensions, found ``OUTPUT_ROWS`` rows at
     a time from the model's features, so that the (R, V) log-probabilities are never all in memory.
 
-    The reference path (``model.reference``), and a model without blockwise steps (an ensemble),
+    The reference path (:meth:`Seq2Seq.uses_reference`), and a model without blockwise steps (an ensemble),
     take the whole (R, V) matrix of ``model.step``."""
-    if model.reference or not model.blockwise_steps:
+    if not model.blockwise_steps or model.uses_reference("search"):
         log_probs, state = model.step(prev, state)
         return row_extensions(log_probs, at_max, weights, k), state
     features, state = model.step_features(prev, state)

@@ -133,7 +133,7 @@ class Scorer:
                   source_of: np.ndarray) -> np.ndarray:
         """ln p (P,) of targets ``trg_ids`` (ids then ``</s>``) given sources ``src_ids[source_of[i]]``."""
         states, row_of, src_len = self.encode(src_ids)  # N rows, (N,), (N,)
-        if self.config.share_prefixes and not self.model.reference:
+        if self.config.share_prefixes and not self.model.uses_reference("scoring"):
             return self.score_prefixes(states, row_of[source_of], src_len[source_of], trg_ids)
         trg_len = np.array([len(t) for t in trg_ids])  # (P,)
         pair_src_len = src_len[source_of]  # (P,)
@@ -176,7 +176,8 @@ class Scorer:
 
     def encode(self, src_ids: Sequence[Sequence[int]]) -> tuple[DecoderState, np.ndarray, np.ndarray]:
         """The decoder states of all sources (N rows), the row of each source (N,) and the sources' lengths (N,)."""
-        if self.config.share_prefixes and self.model.reads_source_prefixes and not self.model.reference:
+        if (self.config.share_prefixes and self.model.reads_source_prefixes
+                and not self.model.uses_reference("scoring")):
             return self.encode_prefixes(src_ids)
         lengths = np.array([len(s) for s in src_ids])
         order = longest_first(lengths)

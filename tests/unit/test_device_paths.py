@@ -1,6 +1,7 @@
 """The paths written for a GPU, checked on the CPU: the encoder-decoder's decoder states by one call of
 ``torch.nn.GRU`` (cuDNN's kernel on a GPU) equal the step-by-step ones; batches made ahead by the loader's
-thread are the epoch plan's; training under bf16 autocast runs and its loss is finite."""
+thread are the epoch plan's; training under bf16 autocast runs and its loss is finite; each kind of work takes
+the path the device's measurements chose, and where that is the reference path it gives the same numbers."""
 
 from __future__ import annotations
 
@@ -14,10 +15,15 @@ import yaml
 from tiny_models import tiny_config, tiny_model
 
 from rerank.cli import main
+from rerank.errors import RerankError
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CHECKPOINT, load_state
+from rerank.models.device import FASTER_PATH, PATH_VARIABLE, faster_path
 from rerank.models.encdec import EncoderDecoder
-from rerank.models.seq2seq import shift_right
+from rerank.models.seq2seq import reference_path, shift_right
+from rerank.models.vocab import Vocabulary
+from rerank.search.beam import SearchConfig, beam_search
+from rerank.search.scoring import Scorer
 from rerank.training.prepare import PrepareSettings, prepare_parallel
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 from rerank.training.trainer import BatchLoader
@@ -70,3 +76,64 @@ def test_training_in_bf16_autocast(tmp_path: Path, test_data: Path, architecture
     assert main(["-q", "train", "--config", str(path)]) == 0
     progress = load_state(tmp_path / "model" / CHECKPOINT)["progress"]
     assert progress["updates"] == 3 and math.isfinite(progress["best_ppl"])
+
+
+# -- which path each kind of work takes on each device ------------------------------------------------------
+
+
+def test_the_measured_faster_path_per_device() -> None:
+    for work in ("training", "scoring", "search"):
+        for architecture in ("encdec", "rnnsearch"):
+            assert faster_path("cpu", work, architecture) == "fast"
+            assert faster_path("mps", work, architecture) == "reference"  # not measured: the device-neutral path
+    assert [faster_path("cuda", work, "encdec") for work in ("training", "scoring", "search")] == ["reference"] * 3
+    assert [faster_path("cuda", work, "rnnsearch") for work in ("training", "scoring", "search")] == \
+        ["fast", "reference", "reference"]
+
+
+def test_the_environment_overrides_the_measured_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PATH_VARIABLE, "reference")
+    assert faster_path("cpu", "scoring", "rnnsearch") == "reference"
+    model = tiny_model(tiny_config())
+    assert model.uses_reference("search")
+    with reference_path(model, on=False):  # the model's own setting wins
+        assert not model.uses_reference("search")
+    monkeypatch.setenv(PATH_VARIABLE, "fastest")
+    with pytest.raises(RerankError, match="RERANK_PATH='fastest': expected fast or reference"):
+        faster_path("cpu", "scoring", "rnnsearch")
+
+
+@pytest.mark.parametrize("architecture", ["encdec", "rnnsearch"])
+def test_a_device_whose_faster_path_is_the_reference_gets_the_same_numbers(
+        monkeypatch: pytest.MonkeyPatch, architecture: str) -> None:
+    """Where the table chooses the reference path (as on a GPU), scoring with prefix sharing asked for, search
+    and the training loss take it, and give the fast path's numbers."""
+    model = tiny_model(tiny_config(architecture))
+    scorer = Scorer(model, Vocabulary.build([["a"]], 10), Vocabulary.build([["x"]], 10))
+    sources, targets = [[5, 6, 7, 3], [8, 3], [5, 6, 7, 3]], [[9, 10, 3], [11, 3], [9, 12, 13, 3]]
+    src, src_len = pad([[5, 6, 7, 3], [8, 9, 3]])
+    trg, _ = pad([[9, 10, 11, 3], [12, 3]])
+    search = SearchConfig(beam_size=3, nbest=2)
+
+    def everything() -> tuple[np.ndarray, list[list[list[int]]], torch.Tensor]:
+        scores = scorer.score_ids(sources, targets, np.arange(len(sources)))
+        found = [[h.tokens for h in hypotheses] for hypotheses in beam_search(model, src, src_len, search)]
+        model.train()
+        torch.manual_seed(3)
+        loss = model(src, src_len, trg)
+        model.eval()
+        return scores, found, loss.detach()
+
+    fast = everything()
+    calls: list[str] = []
+    for method in ("teacher_forced", "step_reference"):
+        original = getattr(model, method)
+        monkeypatch.setattr(model, method, lambda *a, _m=method, _f=original: calls.append(_m) or _f(*a))
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "training"), "reference")
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "scoring"), "reference")
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "search"), "reference")
+    reference = everything()
+    assert {"teacher_forced", "step_reference"} <= set(calls)
+    np.testing.assert_allclose(reference[0], fast[0], rtol=0, atol=1e-10)
+    assert reference[1] == fast[1]
+    torch.testing.assert_close(reference[2], fast[2], rtol=0, atol=1e-10)
