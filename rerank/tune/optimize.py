@@ -11,9 +11,8 @@ from rerank.errors import ConfigError
 from rerank.formats.nbest import FeatureLayout
 from rerank.tune.config import MertConfig, TuneConfig
 from rerank.tune.data import TuningData
-from rerank.tune.mert import MertRun, l1_normalised, mert
-from rerank.tune.mira import mira
-from rerank.tune.pro import pro
+from rerank.tune.mert import l1_normalised
+from rerank.tune.registry import OPTIMIZERS
 from rerank.tune.stats import log_bleu
 
 logger = logging.getLogger(__name__)
@@ -21,26 +20,9 @@ logger = logging.getLogger(__name__)
 
 def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.random.Generator) -> np.ndarray:
     """Weights (D,), L1-normalised, tuned on ``data`` by ``config.optimizer``, starting from ``initial`` (D,)."""
-    start_bleu = corpus_bleu(data, initial)
     logger.debug("%s on %d sentences, %d distinct hypotheses; BLEU %.2f at the starting weights",
-                 config.optimizer.upper(), data.num_sentences, int(data.counts.sum()), start_bleu)
-    if config.optimizer == "mert":
-        def report(run: int, result: MertRun) -> None:
-            logger.debug("MERT run %d/%d: BLEU %.2f after %d iterations (%s start)", run + 1, config.mert.restarts,
-                         result.bleu, result.iterations, "initial" if run == 0 else "random")
-        bounds = mert_bounds(data.layout, config.mert)
-        return mert(data, initial, config.mert, bounds, rng, report).weights
-    if config.optimizer == "pro":
-        trained = pro(data, config.pro, rng)
-        logger.debug("PRO: %d pairs, logistic regression converged in %d Newton steps", trained.pairs,
-                     trained.iterations)
-        return trained.weights
-    if config.optimizer == "mira":
-        result = mira(data, initial, config.mira, rng,
-                      lambda epoch, bleu: logger.debug("MIRA epoch %d/%d: BLEU %.2f", epoch, config.mira.epochs, bleu))
-        logger.debug("MIRA: the weights of epoch %d win", result.epoch)
-        return result.weights
-    raise ConfigError(f"unknown optimizer {config.optimizer!r}")
+                 config.optimizer.upper(), data.num_sentences, int(data.counts.sum()), corpus_bleu(data, initial))
+    return OPTIMIZERS[config.optimizer].tune(data, initial, config, rng)
 
 
 def corpus_bleu(data: TuningData, weights: np.ndarray) -> float:
