@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tune these features as one, their mean under one weight (an ensemble's members or a "
                              "model's directions), the weight shared out among them in the output (repeatable)")
     parser.add_argument("--config", metavar="YAML", help="tuning settings (defaults: configs/tune.yaml)")
-    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help="overrides optimizer")
+    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help="overrides optimizer: " + ", ".join(
+        f"{name}, {kind.description}" for name, kind in OPTIMIZERS.items()))
     parser.add_argument("--seed", type=int, help="overrides seed")
     parser.add_argument("--restarts", type=positive_int, help="overrides mert.restarts")
     parser.add_argument("--random-directions", type=int, metavar="N", help="overrides mert.random_directions")

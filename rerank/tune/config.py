@@ -120,8 +120,8 @@ class CrossValidationConfig:
 
 @dataclass(frozen=True)
 class TuneConfig:
-    optimizer: Optimizer = "mert"
-    seed: int = 1
+    optimizer: Optimizer = "mert"  # mert, pro or mira: a name of rerank.tune.registry.OPTIMIZERS
+    seed: int = 1  # every random choice (restarts, directions, PRO's pairs, MIRA's order) comes from it
     average_seeds: int = 1  # runs with seeds seed, seed+1, ...: their L1-normalised weights averaged
     bleu: BleuConfig = field(default_factory=BleuConfig)
     mert: MertConfig = field(default_factory=MertConfig)
