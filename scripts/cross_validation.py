@@ -137,6 +137,27 @@ def rows(restarts: int) -> list[Row]:
     ]
 
 
+def spread(values: list[float]) -> str:
+    if not values:
+        return ""
+    return f"{statistics.mean(values):.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
+
+
+def markdown(results: dict[str, dict[str, object]]) -> str:
+    """The rows as a markdown table: val, CV (mean ± sd over seeds; the folds' sd), test, and the gains in val and
+    in CV over Moses' features retuned alike (``moses-retuned``)."""
+    base_dev = statistics.mean(results["moses-retuned"]["dev"])  # type: ignore[arg-type]
+    base_cv = statistics.mean(results["moses-retuned"]["cv"])  # type: ignore[arg-type]
+    lines = ["| row | val | 5-fold CV | folds' sd | test_2016 | val gain | CV gain |", "|---|---|---|---|---|---|---|"]
+    for key, figures in results.items():
+        dev, cv, test = (list(figures.get(name, [])) for name in ("dev", "cv", "test"))  # type: ignore[call-overload]
+        sd = f"{statistics.mean(figures['cv_fold_sd']):.2f}" if figures.get("cv_fold_sd") else ""  # type: ignore
+        gains = [f"{statistics.mean(dev) - base_dev:+.2f}", f"{statistics.mean(cv) - base_cv:+.2f}"] if cv else ["", ""]
+        lines.append(f"| {figures['title']} (`{key}`) | {spread(dev)} | {spread(cv)} | {sd} | {spread(test)} | "
+                     f"{' | '.join(gains)} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dev", required=True)
@@ -149,7 +170,14 @@ def main() -> int:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--restarts", type=int, default=20)
+    parser.add_argument("--table", nargs="+", metavar="JSON", help="print the rows of these outputs as markdown")
     args = parser.parse_args()
+    if args.table:
+        merged: dict[str, dict[str, object]] = {}
+        for path in args.table:
+            merged.update(json.loads(Path(path).read_text()))
+        print(markdown(merged))
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     dev, test = load(args.dev, args.dev_ref), load(args.test, args.test_ref)
     init = load_weights(args.init)
