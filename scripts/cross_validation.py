@@ -128,12 +128,18 @@ def rows(restarts: int) -> list[Row]:
             (*everything, "RNN0w", "RNNsearch0w"), mert, per_word=per_word_forms),
         Row("all-mert-average", "all, MERT: the mean of the best 5 runs' weights", everything,
             dataclasses.replace(mert, mert=MertConfig(restarts=restarts, average=5))),
+        Row("per-word-mert-average", "all-per-word, MERT: the mean of the best 5 runs' weights",
+            (*MOSES, "RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1"),
+            dataclasses.replace(mert, mert=MertConfig(restarts=restarts, average=5)), per_word=per_word_forms),
         *(Row(f"all-pro-l2-{l2:g}", f"all, PRO, l2 {l2:g}", everything,
-              TuneConfig(optimizer="pro", pro=ProConfig(l2=l2))) for l2 in (0.01, 0.1, 1.0, 10.0, 100.0)),
+              TuneConfig(optimizer="pro", pro=ProConfig(l2=l2)))
+          for l2 in (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)),
         Row("all-pro-seed-average", "all, PRO (l2 1): the mean of 3 seeds' weights", everything,
             TuneConfig(optimizer="pro", average_seeds=3)),
         *(Row(f"all-mira-c-{c:g}", f"all, MIRA, C {c:g}", everything,
-              TuneConfig(optimizer="mira", mira=MiraConfig(c=c))) for c in (0.001, 0.01, 0.1)),
+              TuneConfig(optimizer="mira", mira=MiraConfig(c=c))) for c in (0.001, 0.01, 0.1, 1.0)),
+        Row("per-word-mira-c-0.1", "all-per-word, MIRA, C 0.1", (*MOSES, "RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1"),
+            TuneConfig(optimizer="mira", mira=MiraConfig(c=0.1)), per_word=per_word_forms),
     ]
 
 
