@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
-from rerank.tune.registry import OPTIMIZERS
+from rerank.tune.registry import OPTIMIZERS, check_optimizer
 
 if TYPE_CHECKING:
     from rerank.tune.config import TuneConfig
@@ -135,6 +135,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
     from rerank.tune.config import TuneConfig
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
+    check_optimizer(config.optimizer, args.config)  # --optimizer's choices are the registry's
     bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
     return with_overrides(config, {
         "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,

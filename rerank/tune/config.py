@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rerank.config import InvalidValue, at_least
-from rerank.tune.registry import OPTIMIZERS
 
 Optimizer = str  # a name of rerank.tune.registry.OPTIMIZERS
 
@@ -131,6 +130,4 @@ class TuneConfig:
     cv: CrossValidationConfig = field(default_factory=CrossValidationConfig)
 
     def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise InvalidValue("optimizer", f"one of {', '.join(OPTIMIZERS)}", self.optimizer)
         at_least(self, 1, "average_seeds")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rerank.errors import ConfigError
+from rerank.formats.nbest import FeatureLayout
 from rerank.tune.config import MertConfig
 from rerank.tune.data import TuningData
 from rerank.tune.envelope import LineOptimum, LineSearch
@@ -110,3 +112,16 @@ def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.ra
         if gain < config.min_gain:
             break
     return MertRun(np.asarray(start, dtype=np.float64), weights, 100.0 * math.exp(current), iterations, searches)
+
+
+def mert_bounds(layout: FeatureLayout, config: MertConfig) -> np.ndarray:
+    """(D, 2) low and high of the random starting points: ``config.bounds``, or a label's own."""
+    unknown = sorted(set(config.feature_bounds) - set(layout.labels))
+    if unknown:
+        raise ConfigError(f"mert.feature_bounds: features the n-best list does not have: {', '.join(unknown)} "
+                          f"(it has {', '.join(layout.labels)})")
+    bounds = np.tile(np.asarray(config.bounds, dtype=np.float64), (layout.dims, 1))
+    for label, span in layout.offsets().items():
+        if label in config.feature_bounds:
+            bounds[span] = config.feature_bounds[label]
+    return bounds

@@ -7,9 +7,7 @@ import math
 
 import numpy as np
 
-from rerank.errors import ConfigError
-from rerank.formats.nbest import FeatureLayout
-from rerank.tune.config import MertConfig, TuneConfig
+from rerank.tune.config import TuneConfig
 from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised
 from rerank.tune.registry import OPTIMIZERS
@@ -28,16 +26,3 @@ def optimise(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.
 def corpus_bleu(data: TuningData, weights: np.ndarray) -> float:
     """Corpus BLEU (0-100) of the hypotheses ``weights`` choose."""
     return 100.0 * math.exp(log_bleu(data.corpus_stats(l1_normalised(weights))))
-
-
-def mert_bounds(layout: FeatureLayout, config: MertConfig) -> np.ndarray:
-    """(D, 2) low and high of the random starting points: ``config.bounds``, or a label's own."""
-    unknown = sorted(set(config.feature_bounds) - set(layout.labels))
-    if unknown:
-        raise ConfigError(f"mert.feature_bounds: features the n-best list does not have: {', '.join(unknown)} "
-                          f"(it has {', '.join(layout.labels)})")
-    bounds = np.tile(np.asarray(config.bounds, dtype=np.float64), (layout.dims, 1))
-    for label, span in layout.offsets().items():
-        if label in config.feature_bounds:
-            bounds[span] = config.feature_bounds[label]
-    return bounds

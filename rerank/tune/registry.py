@@ -1,9 +1,10 @@
 """The registry of optimisers: each one's name, its settings (a section of :class:`~rerank.tune.config.TuneConfig`
 of the same name) and the function that tunes with them, listed in this one place.
 
-``rerank tune --optimizer``, the ``optimizer`` of a tuning config and the ``optimizers`` of an experiment config
-accept exactly the names below. Adding an optimiser is its module, its settings section in ``TuneConfig`` and one
-line here. The algorithms are imported when they run, so that reading the names costs no numpy import.
+``rerank tune --optimizer``, the ``optimizer`` of a tuning config (checked where it is used: this module is
+above :mod:`rerank.tune.config`) and the ``optimizers`` of an experiment config accept exactly the names below.
+Adding an optimiser is its module, its settings section in ``TuneConfig`` and one line here. The algorithms are
+imported when they run, so that reading the names costs no numpy import.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from rerank.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,8 +37,7 @@ class OptimizerKind:
 
 
 def _mert(data: TuningData, initial: np.ndarray, config: TuneConfig, rng: np.random.Generator) -> np.ndarray:
-    from rerank.tune.mert import MertRun, mert
-    from rerank.tune.optimize import mert_bounds
+    from rerank.tune.mert import MertRun, mert, mert_bounds
 
     def report(run: int, result: MertRun) -> None:
         logger.debug("MERT run %d/%d: BLEU %.2f after %d iterations (%s start)", run + 1, config.mert.restarts,
@@ -69,8 +71,10 @@ OPTIMIZERS: dict[str, OptimizerKind] = {
 }
 
 
-def check_optimizer(name: str) -> str:
-    """``name`` if it is a registered optimiser, else a ValueError listing them."""
+def check_optimizer(name: str, source: str | None = None) -> str:
+    """``name`` if it is a registered optimiser, else a ValueError listing them (a ConfigError naming ``source``,
+    the file or the command line it came from, where given)."""
     if name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {name!r}: expected one of {', '.join(OPTIMIZERS)}")
+        message = f"optimizer: expected one of {', '.join(OPTIMIZERS)}, got {name!r}"
+        raise ConfigError(f"{source}: {message}") if source else ValueError(message)
     return name

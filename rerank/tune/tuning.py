@@ -30,6 +30,7 @@ from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.derived import tie
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
 from rerank.tune.parallel import Jobs
+from rerank.tune.registry import check_optimizer
 from rerank.tune.stats import BleuStatistics
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class Tuning:
 
     def __init__(self, references: Sequence[str | os.PathLike[str]], config: TuneConfig,
                  init: str | os.PathLike[str] | None = None):
+        check_optimizer(config.optimizer, "the tuning config")
         self.config = config
         self.reference_names = [str(path) for path in references]
         self.references = read_references(references)

@@ -60,10 +60,18 @@ def test_tie_shares_one_weight_among_its_features(lists, tmp_path):
     (["--cv-output", "x.json"], "--cv-output is written by cross-validation: give --cv K"),
     (["--cv", "11"], "cross-validation needs 2 to 10 folds"),
     (["--tie", "X=lm+nothing"], "tie X: the n-best list has no feature nothing"),
+    (["--config", str(FIXTURES / "init.yaml")], "unknown key 'd'"),
 ])
 def test_bad_cv_and_tie_options_are_one_clear_error(lists, tmp_path, capsys, extra, message):
     assert tune(lists, tmp_path / "w.yaml", *extra) == 2
     assert message in capsys.readouterr().err
+
+
+def test_an_unknown_optimizer_in_a_config_names_the_file(lists, tmp_path, capsys):
+    config = tmp_path / "tune.yaml"
+    config.write_text("optimizer: sgd\n")
+    assert tune(lists, tmp_path / "w.yaml", "--config", str(config)) == 2
+    assert f"{config}: optimizer: expected one of mert, pro, mira, got 'sgd'" in capsys.readouterr().err
 
 
 def test_one_fold_is_refused_by_the_parser(lists, tmp_path, capsys):

@@ -25,8 +25,8 @@ from rerank.tune.crossval import (
     tuner,
 )
 from rerank.tune.data import NBestPool, TuningData
-from rerank.tune.mert import l1_normalised, mert
-from rerank.tune.optimize import corpus_bleu, mert_bounds
+from rerank.tune.mert import l1_normalised, mert, mert_bounds
+from rerank.tune.optimize import corpus_bleu
 from rerank.tune.stats import BleuStatistics
 
 FAST = TuneConfig(mert=MertConfig(restarts=2))

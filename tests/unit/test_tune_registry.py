@@ -14,6 +14,7 @@ from rerank.tune.config import TuneConfig
 from rerank.tune.data import TuningData
 from rerank.tune.registry import OPTIMIZERS, check_optimizer
 from rerank.tune.stats import NUM_STATS
+from rerank.tune.tuning import Tuning
 
 
 def test_every_optimizer_has_its_settings_and_tunes_towards_the_better_hypothesis():
@@ -32,8 +33,12 @@ def test_every_optimizer_has_its_settings_and_tunes_towards_the_better_hypothesi
         assert data.best(weights)[0] == 1, name
 
 
-def test_unknown_optimizers_are_refused_with_the_known_ones():
-    with pytest.raises(ValueError, match="unknown optimizer 'sgd': expected one of mert, pro, mira"):
+def test_unknown_optimizers_are_refused_with_the_known_ones(tmp_path):
+    with pytest.raises(ValueError, match="optimizer: expected one of mert, pro, mira, got 'sgd'"):
         check_optimizer("sgd")
-    with pytest.raises(ConfigError, match="optimizer: expected one of mert, pro, mira, got 'sgd'"):
-        with_overrides(TuneConfig(), {"optimizer": "sgd"})
+    with pytest.raises(ConfigError, match="tune.yaml: optimizer: expected one of mert, pro, mira, got 'sgd'"):
+        check_optimizer("sgd", "tune.yaml")
+    reference = tmp_path / "ref"
+    reference.write_text("a b\n")
+    with pytest.raises(ConfigError, match="the tuning config: optimizer: expected one of"):
+        Tuning([reference], with_overrides(TuneConfig(), {"optimizer": "sgd"}))
