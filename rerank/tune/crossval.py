@@ -7,7 +7,7 @@ not tuned on it. The cross-validated BLEU is one corpus BLEU over all those held
 pooled, so it compares with the tuning set's BLEU directly); each fold's own BLEU gives the spread.
 
 A tuner is any function ``(data, initial) -> weights``: one optimiser run (:func:`tuner`), the mean of several seeds'
-weights (:func:`seed_averaged`), or a setting chosen by cross-validation inside (:func:`choose`).
+weights (:func:`seed_averaged`); :func:`choose` keeps the candidate of the highest cross-validated BLEU.
 """
 
 from __future__ import annotations
@@ -165,11 +165,3 @@ def choose(data: TuningData, initial: np.ndarray, candidates: Mapping[str, Tuner
         logger.info("%s: %s", name, score.describe())
     best = max(scores, key=lambda name: scores[name].bleu)
     return Choice(best, scores)
-
-
-def chosen_by_cv(candidates: Mapping[str, Tuner], folds: int, seed: int = 1) -> Tuner:
-    """A tuner that chooses among ``candidates`` by cross-validation on the data it is given, then tunes on all of
-    it with the chosen one (nested inside :func:`cross_validate`, the choice is made without the held-out fold)."""
-    def tune(data: TuningData, initial: np.ndarray) -> np.ndarray:
-        return candidates[choose(data, initial, candidates, folds, seed).chosen](data, initial)
-    return tune
