@@ -25,7 +25,15 @@ from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, load_weights
 from rerank.tune.config import TuneConfig
-from rerank.tune.crossval import Choice, CrossValidated, candidates, choose, cross_validate, tuner
+from rerank.tune.crossval import (
+    Choice,
+    CrossValidated,
+    candidates,
+    choose,
+    cross_validate,
+    fold_assignment,
+    tuner,
+)
 from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.derived import tie
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
@@ -101,6 +109,8 @@ class Tuning:
         if tied is not None:
             data, start = tied.data, tied.start(start)
         cv, choice, config = self.config.cv, None, self.config
+        if cv.folds:
+            fold_assignment(data.num_sentences, cv.folds, cv.seed)  # too many folds: said before any tuning
         if cv.choose:  # every candidate cross-validated; the best one tunes on all sentences
             settings = candidates(config)
             choice = choose(data, start, {name: tuner(c) for name, c in settings.items()}, cv.folds, cv.seed)
