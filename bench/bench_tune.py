@@ -50,9 +50,8 @@ from rerank.formats.nbest import read_nbest  # noqa: E402
 from rerank.formats.weights import load_weights  # noqa: E402
 from rerank.tune.config import MiraConfig, ProConfig, TuneConfig  # noqa: E402
 from rerank.tune.data import NBestPool, TuningData, aligned_weights  # noqa: E402
-from rerank.tune.mert import mert  # noqa: E402
+from rerank.tune.mert import mert, mert_bounds  # noqa: E402
 from rerank.tune.mira import mira  # noqa: E402
-from rerank.tune.optimize import mert_bounds  # noqa: E402
 from rerank.tune.pro import pro  # noqa: E402
 from rerank.tune.stats import BleuStatistics  # noqa: E402
 

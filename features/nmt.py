@@ -25,7 +25,9 @@ class NeuralTranslationModel:
     reversed corpus) and the feature is the noisy channel's ln p(source | hypothesis) (Yee et al.
     2019): each hypothesis is a source sentence for it, encoded once however often it occurs.
     With ``per_word``, a second value follows the sum: ln p per predicted token (the sum divided
-    by the words of the predicted sentence plus one for ``</s>``).
+    by the words of the predicted sentence plus one for ``</s>``); with ``sum: false`` as well, the
+    per-word value alone (one weight; the form that cross-validation chose on Multi30k, see
+    docs/results/cross-validation.md).
 
     The label is ``RNN0`` for an encoder-decoder, ``RNNsearch0`` for RNNsearch, ``R2L0`` for a
     right-to-left model and ``Chan0`` for a channel model, unless ``name`` says otherwise. Unset
@@ -38,6 +40,7 @@ class NeuralTranslationModel:
         name: str | None = None  # the label; none: RNN0, RNNsearch0, R2L0 or Chan0, from the model
         channel: bool = False  # ln p(source | hypothesis) under a target-to-source model
         per_word: bool = False  # also ln p per predicted token
+        sum: bool = True  # the summed ln p; false (with per_word): the per-word value alone
         max_tokens: int | None = None  # padded target tokens per batch
         window: int | None = None  # hypotheses sorted and scored together
         device: str = "cpu"  # where the model runs: cpu, cuda or cuda:N
@@ -52,6 +55,8 @@ class NeuralTranslationModel:
                 raise ValueError("model: name at least one model directory")
             if self.precision not in ("fp32", "int8"):
                 raise ValueError(f"precision: fp32 or int8, not {self.precision!r}")
+            if not self.sum and not self.per_word:
+                raise ValueError("sum: false leaves no value: give per_word: true with it")
 
     needs_source = True
 
@@ -80,7 +85,7 @@ class NeuralTranslationModel:
                 raise ConfigError(f"nmt feature: {model} and {config.models[0]} read targets in different "
                                   "directions: an ensemble's models must agree")
         self.name = self.label(config)
-        self.dims = 2 if config.per_word else 1
+        self.dims = int(config.sum) + int(config.per_word)
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         if self.config.channel:
@@ -92,4 +97,4 @@ class NeuralTranslationModel:
         if not self.config.per_word:
             return total.reshape(-1, 1)
         tokens = np.fromiter((len(predicted) + 1 for _, predicted in pairs), dtype=np.float64, count=len(pairs))
-        return np.stack([total, total / tokens], axis=1)
+        return np.stack([total, total / tokens] if self.config.sum else [total / tokens], axis=1)

@@ -23,6 +23,12 @@ with the whole source's sentence ids (see rerank.tune.parallel), as moses-parall
 
 The weights are written as YAML and, with --moses-ini (or --output-ini), into a copy of that moses.ini. Settings come
 from --config (see configs/tune.yaml); the flags below override single ones.
+
+On fixed lists, --cv K also estimates what the weights carry over to unseen sentences: the sentences are dealt into K
+folds (seeded), the weights tuned on K-1 folds rerank the held-out one, and one BLEU over every held-out 1-best is
+printed beside the tuning set's and written to OUTPUT.cv.json with each fold's (see rerank.tune.crossval). With
+--choose pro.l2=0.1,1,10 the setting of the best cross-validated BLEU tunes the weights; --tie NMT=RNNsearch0+R2L0
+tunes features as one (their mean under one weight); --average-seeds N averages N runs' weights.
 """
 
 from __future__ import annotations
@@ -34,15 +40,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
+from rerank.tune.registry import OPTIMIZERS, check_optimizer
 
 if TYPE_CHECKING:
     from rerank.tune.config import TuneConfig
     from rerank.tune.loop import Iteration
+    from rerank.tune.tuning import TuneResult
 
 logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
-OUTPUTS = ("output", "output_ini")
+OUTPUTS = ("output", "output_ini", "cv_output")
 INPUTS = ("nbest", "source", "ref", "init", "moses_ini", "config")
 
 
@@ -69,8 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--features", metavar="LABEL,...",
                         help="tune only these features of the n-best list; the others get weight 0 "
                              "(e.g. to compare feature sets on one scored n-best list)")
+    parser.add_argument("--tie", action="append", default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
+                        help="tune these features as one, their mean under one weight (an ensemble's members or a "
+                             "model's directions), the weight shared out among them in the output (repeatable)")
     parser.add_argument("--config", metavar="YAML", help="tuning settings (defaults: configs/tune.yaml)")
-    parser.add_argument("--optimizer", choices=("mert", "pro", "mira"), help="overrides optimizer")
+    parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help="overrides optimizer: " + ", ".join(
+        f"{name}, {kind.description}" for name, kind in OPTIMIZERS.items()))
     parser.add_argument("--seed", type=int, help="overrides seed")
     parser.add_argument("--restarts", type=positive_int, help="overrides mert.restarts")
     parser.add_argument("--random-directions", type=int, metavar="N", help="overrides mert.random_directions")
@@ -96,6 +108,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nbest-size", type=positive_int, metavar="N", help="overrides loop.nbest_size")
     parser.add_argument("--tokenize", metavar="TOK", help="overrides bleu.tokenize (a sacrebleu tokenizer)")
     parser.add_argument("--lowercase", action="store_true", default=None, help="overrides bleu.lowercase")
+    add_cv_arguments(parser)
+
+
+def add_cv_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of cross-validation and of weights averaged over seeds (fixed n-best lists)."""
+    parser.add_argument("--cv", type=fold_count, metavar="K",
+                        help="also k-fold cross-validate the tuning (--nbest): tune on K-1 folds of the sentences, "
+                             "choose the held-out fold's 1-bests, rotate; report one BLEU over all held-out 1-bests "
+                             "and each fold's; overrides cv.folds")
+    parser.add_argument("--cv-seed", type=int, metavar="N", help="overrides cv.seed (which sentences form a fold)")
+    parser.add_argument("--choose", action="append", default=[], type=choice_values, metavar="KEY=V1,V2,...",
+                        help="choose a setting by the cross-validated BLEU before tuning on all sentences, e.g. "
+                             "pro.l2=0.01,0.1,1,10 (repeatable: every combination); sets cv.choose")
+    parser.add_argument("--cv-output", metavar="JSON",
+                        help="the cross-validation's figures as JSON (default with --cv: OUTPUT with the suffix "
+                             ".cv.json)")
+    parser.add_argument("--average-seeds", type=positive_int, metavar="N",
+                        help="average the L1-normalised weights of N runs (seeds SEED, SEED+1, ...); overrides "
+                             "average_seeds")
 
 
 def resolved_config(args: argparse.Namespace) -> TuneConfig:
@@ -104,13 +135,15 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
     from rerank.tune.config import TuneConfig
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
+    check_optimizer(config.optimizer, args.config)  # --optimizer's choices are the registry's
     bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
     return with_overrides(config, {
         "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,
         "mert.random_directions": args.random_directions, "mert.feature_bounds": bounds,
         "pro.standardize": args.standardize, "mira.standardize": args.standardize,
         "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
-        "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase})
+        "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase, "average_seeds": args.average_seeds,
+        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": dict(args.choose) if args.choose else None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
     from rerank.tune.parallel import Jobs
-    from rerank.tune.tuning import Tuning, write_moses_ini
+    from rerank.tune.tuning import Tuning, write_cv_report, write_moses_ini
 
     config = resolved_config(args)
     if args.decoder and not args.source:
@@ -131,8 +164,11 @@ def run(args: argparse.Namespace) -> int:
         raise RerankError("--source is for --decoder; with --nbest it is not needed")
     if (args.jobs != 1 or args.submit) and not args.decoder:
         raise RerankError("--jobs and --submit are for --decoder: they run the decoder in parts")
-    if args.decoder and args.features:
-        raise RerankError("--features is for fixed n-best lists (--nbest); the decoder loop tunes all its features")
+    if args.decoder and (args.features or args.tie):
+        raise RerankError("--features and --tie are for fixed n-best lists (--nbest); the decoder loop tunes all its "
+                          "features")
+    if args.decoder and (config.cv.folds or config.average_seeds > 1):
+        raise RerankError("cross-validation and --average-seeds are for fixed n-best lists (--nbest)")
     # A moses.ini with the tuned weights only when asked for: --moses-ini, or --output-ini beside an --init moses.ini.
     ini = args.moses_ini or (args.init if args.output_ini and args.init and is_moses_ini(args.init) else None)
     if args.output_ini and not ini:
@@ -140,8 +176,11 @@ def run(args: argparse.Namespace) -> int:
                           "with a moses.ini)")
     output_ini = (args.output_ini or _with_suffix(args.output, ".moses.ini")) if ini else None
     work_dir = args.work_dir or _with_suffix(args.output, ".work")
+    cv_output = (args.cv_output or _with_suffix(args.output, ".cv.json")) if config.cv.folds else None
+    if args.cv_output and not config.cv.folds:
+        raise RerankError("--cv-output is written by cross-validation: give --cv K (or cv.folds)")
     inputs = [*(args.nbest or []), args.source, *args.ref, args.init, args.moses_ini, args.config]
-    check_outputs([("--output", args.output), ("--output-ini", output_ini)], inputs)
+    check_outputs([("--output", args.output), ("--output-ini", output_ini), ("--cv-output", cv_output)], inputs)
     if args.decoder and os.path.exists(work_dir) and not os.path.isdir(work_dir):
         raise RerankError(f"--work-dir {work_dir}: it is a file, not a directory")  # before the references are read
     tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
@@ -153,16 +192,29 @@ def run(args: argparse.Namespace) -> int:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
-        result = tuning.on_nbest(args.nbest, features)
+        result = tuning.on_nbest(args.nbest, features, dict(args.tie) or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)
         if ini and output_ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy
             write_moses_ini(MosesIni.read(ini), result.weights, output_ini)
+        if cv_output:
+            write_cv_report(result, cv_output)
     print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "
           f"{result.hypotheses} distinct hypotheses): {result.bleu}")
     print(result.signature)
     print(f"weights (L1-normalised, written to {args.output}): {weights_overwrite(result.weights)}")
+    print_cv(result, cv_output)
     return 0
+
+
+def print_cv(result: TuneResult, path: str | None) -> None:
+    """The cross-validated BLEU (and each candidate's, where a setting was chosen) beside the tuning set's."""
+    if result.choice is not None:
+        for name, score in result.choice.scores.items():
+            print(f"{name}: {score.describe()}")
+        print(f"chosen: {result.choice.chosen}")
+    if result.cross_validated is not None:
+        print(f"{result.cross_validated.describe()}; tuning set BLEU {result.bleu.score:.2f} (written to {path})")
 
 
 def print_iterations(iterations: Sequence[Iteration], converged: bool, limit: int) -> None:
@@ -189,6 +241,37 @@ def feature_range(text: str) -> tuple[str, tuple[float, float]]:
     if pair[0] > pair[1]:
         raise argparse.ArgumentTypeError(f"{text}: the low end is above the high end")
     return label, pair
+
+
+def fold_count(text: str) -> int:
+    """An argparse type for ``--cv K``: an integer of at least 2."""
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 folds, got {value}")
+    return value
+
+
+def tied_features(text: str) -> tuple[str, tuple[str, ...]]:
+    """An argparse type for ``--tie NAME=LABEL+LABEL...``."""
+    name, _, labels = text.partition("=")
+    members = tuple(label.strip() for label in labels.split("+") if label.strip())
+    if not name.strip() or len(members) < 2:
+        raise argparse.ArgumentTypeError(f"expected NAME=LABEL+LABEL..., at least two labels, e.g. "
+                                         f"NMT=RNNsearch0+R2L0, got {text!r}")
+    return name.strip(), members
+
+
+def choice_values(text: str) -> tuple[str, tuple[float, ...]]:
+    """An argparse type for ``--choose KEY=V1,V2,...``."""
+    key, _, values = text.partition("=")
+    try:
+        numbers = tuple(float(v) for v in values.split(","))
+        if not key or not all(map(math.isfinite, numbers)):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=V1,V2,... with finite numbers, e.g. pro.l2=0.1,1,10, got {text!r}") from None
+    return key, numbers
 
 
 def _with_suffix(output: str, suffix: str) -> str:

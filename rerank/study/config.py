@@ -9,6 +9,7 @@ from typing import Literal
 
 from rerank.config import at_least, from_dict, load_yaml
 from rerank.tune.config import Optimizer
+from rerank.tune.registry import check_optimizer
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class ExperimentConfig:
     optimizers: tuple[Optimizer, ...] = ("mert", "pro", "mira")  # the tuners that tune every row
     seeds: tuple[int, ...] = (1, 2, 3)  # one tuning run per row, optimizer and seed
     restarts: int = 20  # MERT's random restarts
+    cv_folds: int = 5  # every row's tuning k-fold cross-validated (rerank tune --cv): its held-out BLEU; 0: none
     beam: int = 10  # RNNsearch's beam when it decodes dev and test
     nbest: int = 10  # RNNsearch hypotheses per sentence in the union with Moses' n-best list
     length_penalty: Literal["none", "average", "wu"] = "wu"  # see rerank.search.beam.LengthPenalty
@@ -98,6 +100,10 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if not self.optimizers or not self.seeds:
             raise ValueError("give at least one optimizer and one seed")
+        for optimizer in self.optimizers:
+            check_optimizer(optimizer)
+        if self.cv_folds == 1 or self.cv_folds < 0:
+            raise ValueError(f"cv_folds: expected 0 (none) or at least 2, got {self.cv_folds}")
         if any(size < 1 for size in self.list_sizes):
             raise ValueError(f"list_sizes: expected sizes of at least 1, got {list(self.list_sizes)}")
         if self.union_with == "ensemble" and not self.ensemble_seeds:

@@ -24,8 +24,18 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Score:
+    """BLEU of a row's runs (one per seed): dev, test, and where the study cross-validates, the held-out BLEU
+    (``cv``: one corpus BLEU over every fold's held-out 1-bests) and the standard deviation over its folds."""
+
     dev: list[float] = field(default_factory=list)
     test: list[float] = field(default_factory=list)
+    cv: list[float] = field(default_factory=list)
+    cv_fold_sd: list[float] = field(default_factory=list)
+
+    def add_cv(self, report: dict[str, Any]) -> None:
+        """One run's figures from its ``rerank tune --cv-output`` JSON."""
+        self.cv.append(float(report["bleu"]))
+        self.cv_fold_sd.append(float(report["fold_sd"]))
 
 
 def bleu(config: ExperimentConfig, path: Path, split: str) -> float:
@@ -44,14 +54,23 @@ def mean_spread(values: Sequence[float]) -> str:
     return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
+def cv_cell(score: Score) -> str:
+    """The cross-validated BLEU: mean ± sd over seeds, and the mean standard deviation over folds."""
+    if not score.cv:
+        return ""
+    return f"{mean_spread(score.cv)} (folds ± {statistics.mean(score.cv_fold_sd):.2f})"
+
+
 def table_row(title: str, scores: dict[str, Score], optimizers: Sequence[str],
-               oracle: dict[str, float] | None = None) -> str:
-    """``| title | dev | test | test with the other optimisers | oracle dev / test |``; blank where a system has
-    no such value."""
+              oracle: dict[str, float] | None = None, cv: bool = False) -> str:
+    """``| title | dev | (cross-validated) | test | test with the other optimisers | oracle dev / test |``; blank
+    where a system has no such value."""
     first = scores[optimizers[0]]
     others = [mean_spread(scores[o].test) if o in scores else "" for o in optimizers[1:]]
     pool = f"{oracle['dev']:.2f} / {oracle['test']:.2f}" if oracle else ""
-    return " | ".join(["", title, mean_spread(first.dev), mean_spread(first.test), *others, pool, ""]).strip()
+    held_out = [cv_cell(first)] if cv else []
+    return " | ".join(["", title, mean_spread(first.dev), *held_out, mean_spread(first.test), *others, pool,
+                       ""]).strip()
 
 
 def model_summary(models: dict[str, Path]) -> list[str]:
@@ -144,25 +163,30 @@ class Report:
         c, out = self.config, self.out
         alone = {model: {split: self.bleu(out / f"{split}.{model}.1best", split) for split in ("dev", "test")}
                  for model in ("rnnsearch", "encdec", *(("ensemble",) if c.ensemble_seeds else ()))}
-        first = c.optimizers[0]
-        lines = [f"| system | dev BLEU ({first.upper()}) | test BLEU ({first.upper()}) | "
+        first, cv = c.optimizers[0], bool(c.cv_folds)
+        cv_header = f"{c.cv_folds}-fold CV BLEU ({first.upper()}) | " if cv else ""
+        lines = [f"| system | dev BLEU ({first.upper()}) | {cv_header}test BLEU ({first.upper()}) | "
                  + "".join(f"test BLEU ({o.upper()}) | " for o in c.optimizers[1:]) + "oracle BLEU (dev / test) |",
-                 "|---|---|---|" + "---|" * len(c.optimizers),
+                 "|---|---|---|" + "---|" * (len(c.optimizers) + cv),
                  table_row("Moses baseline (its own weights)", {first: results["moses"]["moses.ini"]}, c.optimizers,
-                           oracles["moses"])]
+                           oracles["moses"], cv)]
         for row in rows:
-            lines.append(table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest]))
+            lines.append(table_row(row.title, results[row.key], c.optimizers, oracles[row.nbest], cv))
             if row.key == "all":
                 lines.append(table_row(f"RNNsearch alone (beam {c.beam})", {first: Score(
-                    [alone["rnnsearch"]["dev"]], [alone["rnnsearch"]["test"]])}, c.optimizers, oracles["rnnsearch"]))
+                    [alone["rnnsearch"]["dev"]], [alone["rnnsearch"]["test"]])}, c.optimizers, oracles["rnnsearch"],
+                    cv))
                 if c.ensemble_seeds:
                     lines.append(table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
                                            {first: Score([alone["ensemble"]["dev"]], [alone["ensemble"]["test"]])},
-                                           c.optimizers))
+                                           c.optimizers, cv=cv))
         self.lines += [
             f"Tuned on dev ({c.dev.source}), tested on {c.test.source}.",
             f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}; the oracle BLEU "
             "is that of the candidate pool each row reranks (rerank oracle; for RNNsearch alone, its n-best list).",
+            *([f"CV BLEU: {c.cv_folds}-fold cross-validation of each tuning run on dev (rerank tune --cv): one BLEU "
+               "over every dev sentence's 1-best chosen by weights tuned on the other folds, what carries over to "
+               "unseen sentences; beside it, the standard deviation over the folds."] if cv else []),
             "", *lines, "",
             f"RNN encoder-decoder alone (beam {c.beam}): dev {alone['encdec']['dev']:.2f}, "
             f"test {alone['encdec']['test']:.2f}.", ""]

@@ -58,18 +58,24 @@ def tune_rows(config: ExperimentConfig, steps: StepRunner, rows: tuple[Row, ...]
                 done += 1
                 tag = f"{optimizer}-seed{seed}"
                 weights = tuning / row.key / f"{tag}.yaml"
+                cv_output = weights.with_suffix(".cv.json") if c.cv_folds else None
                 weights.parent.mkdir(parents=True, exist_ok=True)
-                # the overrides of `rerank tune --optimizer --seed --restarts --tokenize`
+                # the overrides of `rerank tune --optimizer --seed --restarts --tokenize --cv`
                 tune_config = with_overrides(TuneConfig(), {"optimizer": optimizer, "seed": seed,
-                                                            "mert.restarts": c.restarts, "bleu.tokenize": c.tokenize})
+                                                            "mert.restarts": c.restarts, "bleu.tokenize": c.tokenize,
+                                                            "cv.folds": c.cv_folds or None})
                 logger.info("tuning %d of %d: %s, %s, seed %d (and reranking dev and test)", done, runs, row.key,
                             optimizer, seed)
+                cv_flags = ["--cv", c.cv_folds] if c.cv_folds else []
                 steps.rerank(["tune", "--nbest", lists["dev"], "-r", c.dev.reference, "--init", init, "--features",
                               ",".join(features), "--optimizer", optimizer, "--seed", seed, "--restarts", c.restarts,
-                              "--tokenize", c.tokenize, "-o", weights], [weights], tune_on_nbest, tune_config,
-                             c.dev.reference, init, features, lists["dev"], weights, quiet=True)
+                              "--tokenize", c.tokenize, *cv_flags, "-o", weights],
+                             [weights, *([cv_output] if cv_output else [])], tune_on_nbest, tune_config,
+                             c.dev.reference, init, features, lists["dev"], weights, cv_output, quiet=True)
                 for split, path in apply(c, steps, tuning / row.key, tag, weights, lists).items():
                     getattr(score, split).append(bleu(c, path, split))
+                if cv_output:
+                    score.add_cv(json.loads(cv_output.read_text(encoding="utf-8")))
     return results
 
 

@@ -19,7 +19,7 @@ from rerank.rescore.forced import ForcedDecoding
 from rerank.rescore.merge import merge_nbest
 from rerank.rescore.rerank import rerank_nbest
 from rerank.rescore.union import union_with_moses_features
-from rerank.tune.tuning import Tuning, write_moses_ini
+from rerank.tune.tuning import Tuning, write_cv_report, write_moses_ini
 
 if TYPE_CHECKING:
     from rerank.study.config import MosesSystem
@@ -89,10 +89,14 @@ def score_table_file(table: str, output: Path, model: Path, device: str, ini: Pa
 
 
 def tune_on_nbest(config: TuneConfig, reference: str, init: str | Path, features: Sequence[str] | None,
-                  nbest: Path, weights: Path) -> None:
-    """``rerank tune --nbest``: the weights of ``features`` (all, for None) tuned on a scored n-best list."""
+                  nbest: Path, weights: Path, cv_output: Path | None = None) -> None:
+    """``rerank tune --nbest``: the weights of ``features`` (all, for None) tuned on a scored n-best list; with
+    ``config.cv.folds``, the cross-validation's figures to ``cv_output`` (``--cv-output``)."""
     result = Tuning([reference], config, init=init).on_nbest([nbest], features)
-    save_weights(result.weights, weights)
+    with committed_together():
+        save_weights(result.weights, weights)
+        if cv_output is not None:
+            write_cv_report(result, cv_output)
 
 
 def tune_with_decoder(config: TuneConfig, reference: str, ini: Path, decoder: str, source: str,

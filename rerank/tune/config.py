@@ -7,9 +7,10 @@ PRO and MIRA standardise the features (``standardize: false`` gives Moses' ``pro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-Optimizer = Literal["mert", "pro", "mira"]
+from rerank.config import InvalidValue, at_least
+
+Optimizer = str  # a name of rerank.tune.registry.OPTIMIZERS
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class MertConfig:
     min_gain: float = 1e-4         # stop a run when an iteration gains less BLEU, in points (0-100, as printed);
                                    # Moses' mert stops at 1e-4 on its 0-1 scale, 100 times sooner
     max_iterations: int = 1000     # a bound on iterations per run, never reached in practice
+    average: int = 1               # the weights (L1-normalised) of the best N runs averaged; 1: the best run's
 
     def __post_init__(self) -> None:
         if self.restarts < 1:
@@ -48,6 +50,7 @@ class MertConfig:
                 raise ValueError(f"mert bounds for {label}: low {low} is above high {high}")
         if self.random_directions < 0:
             raise ValueError(f"mert.random_directions must be at least 0, got {self.random_directions}")
+        at_least(self, 1, "average")
 
 
 @dataclass(frozen=True)
@@ -95,11 +98,36 @@ class LoopConfig:
 
 
 @dataclass(frozen=True)
+class CrossValidationConfig:
+    """k-fold cross-validation of tuning on fixed n-best lists (:mod:`rerank.tune.crossval`)."""
+
+    folds: int = 0  # k: tune on k-1 folds of the sentences, rerank the held-out one, rotate; 0: none
+    seed: int = 1   # the random assignment of sentences to folds (kept across tuning seeds)
+    # settings chosen by the cross-validated BLEU before the final tuning, e.g. {pro.l2: [0.01, 0.1, 1, 10]}; with
+    # several keys, every combination
+    choose: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.folds == 1 or self.folds < 0:
+            raise InvalidValue("folds", "0 (none) or at least 2", self.folds)
+        if self.choose and not self.folds:
+            raise InvalidValue("choose", "folds of at least 2 to choose by", self.choose)
+        for key, values in self.choose.items():
+            if not values:
+                raise InvalidValue(f"choose.{key}", "at least one value", list(values))
+
+
+@dataclass(frozen=True)
 class TuneConfig:
-    optimizer: Optimizer = "mert"  # mert, pro or mira
-    seed: int = 1  # of the random restarts, samples and orders: another seed, another run
+    optimizer: Optimizer = "mert"  # mert, pro or mira: a name of rerank.tune.registry.OPTIMIZERS
+    seed: int = 1  # every random choice (restarts, directions, PRO's pairs, MIRA's order) comes from it
+    average_seeds: int = 1  # runs with seeds seed, seed+1, ...: their L1-normalised weights averaged
     bleu: BleuConfig = field(default_factory=BleuConfig)
     mert: MertConfig = field(default_factory=MertConfig)
     pro: ProConfig = field(default_factory=ProConfig)
     mira: MiraConfig = field(default_factory=MiraConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    cv: CrossValidationConfig = field(default_factory=CrossValidationConfig)
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "average_seeds")

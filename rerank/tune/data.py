@@ -174,6 +174,14 @@ class NBestPool:
         """The words of hypothesis ``index`` (as in :meth:`data`) of sentence ``sentence``."""
         return self._texts[sentence][index]
 
+    def words(self) -> np.ndarray:
+        """The words of each hypothesis, as in :meth:`data` (0 at padding): (S, K)."""
+        size = max(len(texts) for texts in self._texts)
+        counts = np.zeros((self.num_sentences, size), dtype=np.int64)
+        for s, texts in enumerate(self._texts):
+            counts[s, : len(texts)] = [len(text.split()) for text in texts]
+        return counts
+
     def data(self) -> TuningData:
         """The pool as padded arrays."""
         if self.layout is None:

@@ -5,7 +5,9 @@ axis (and along ``random_directions`` random unit directions, Cer et al. 2008), 
 the best point found on any of them; it stops when an iteration gains less than ``min_gain``
 BLEU points. As Moses' ``mert``, the first run starts from the initial weights and the others from
 points drawn uniformly within per-feature bounds; the best run wins and its weights are
-L1-normalised. Everything random comes from one seeded generator.
+L1-normalised (or, with ``average: N``, the mean of the best N runs' L1-normalised weights: a point
+inside the region of good weights rather than at the edge one run found). Everything random comes
+from one seeded generator.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rerank.errors import ConfigError
+from rerank.formats.nbest import FeatureLayout
 from rerank.tune.config import MertConfig
 from rerank.tune.data import TuningData
 from rerank.tune.envelope import LineOptimum, LineSearch
@@ -66,7 +70,11 @@ def mert(data: TuningData, initial: np.ndarray, config: MertConfig, bounds: np.n
         if report is not None:
             report(run, result)
     best = max(runs, key=lambda r: r.bleu)  # the first of equals, as Moses
-    return MertResult(l1_normalised(best.weights), best.bleu, tuple(runs))
+    if config.average == 1:
+        return MertResult(l1_normalised(best.weights), best.bleu, tuple(runs))
+    ranked = sorted(runs, key=lambda r: -r.bleu)[: config.average]  # stable: the first of equals first
+    averaged = l1_normalised(np.mean([l1_normalised(r.weights) for r in ranked], axis=0))
+    return MertResult(averaged, 100.0 * math.exp(float(log_bleu(data.corpus_stats(averaged)))), tuple(runs))
 
 
 def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.random.Generator) -> MertRun:
@@ -104,3 +112,16 @@ def ascend(search: LineSearch, start: np.ndarray, config: MertConfig, rng: np.ra
         if gain < config.min_gain:
             break
     return MertRun(np.asarray(start, dtype=np.float64), weights, 100.0 * math.exp(current), iterations, searches)
+
+
+def mert_bounds(layout: FeatureLayout, config: MertConfig) -> np.ndarray:
+    """(D, 2) low and high of the random starting points: ``config.bounds``, or a label's own."""
+    unknown = sorted(set(config.feature_bounds) - set(layout.labels))
+    if unknown:
+        raise ConfigError(f"mert.feature_bounds: features the n-best list does not have: {', '.join(unknown)} "
+                          f"(it has {', '.join(layout.labels)})")
+    bounds = np.tile(np.asarray(config.bounds, dtype=np.float64), (layout.dims, 1))
+    for label, span in layout.offsets().items():
+        if label in config.feature_bounds:
+            bounds[span] = config.feature_bounds[label]
+    return bounds

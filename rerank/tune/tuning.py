@@ -2,16 +2,18 @@
 
 Both take the references, the starting weights and a :class:`~rerank.tune.config.TuneConfig`, and
 return a :class:`TuneResult`: the tuned weights by label (L1-normalised), the tuning set's BLEU
-with them, and, for the loop, each iteration's record. :func:`write_moses_ini` puts the weights
+with them, on fixed lists with ``cv.folds`` the cross-validated BLEU (:mod:`rerank.tune.crossval`),
+and, for the loop, each iteration's record. :func:`write_moses_ini` puts the weights
 into a copy of a ``moses.ini``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,10 +25,20 @@ from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import as_weights, load_weights
 from rerank.tune.config import TuneConfig
+from rerank.tune.crossval import (
+    Choice,
+    CrossValidated,
+    candidates,
+    choose,
+    cross_validate,
+    fold_assignment,
+    tuner,
+)
 from rerank.tune.data import NBestPool, aligned_weights
+from rerank.tune.derived import tie
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
-from rerank.tune.optimize import optimize
 from rerank.tune.parallel import Jobs
+from rerank.tune.registry import check_optimizer
 from rerank.tune.stats import BleuStatistics
 
 logger = logging.getLogger(__name__)
@@ -41,6 +53,8 @@ class TuneResult:
     hypotheses: int  # distinct hypotheses of the pool
     iterations: tuple[Iteration, ...] = ()  # with a decoder in the loop
     converged: bool = True
+    cross_validated: CrossValidated | None = None  # on fixed lists with cv.folds: the held-out BLEU
+    choice: Choice | None = None  # with cv.choose: the setting chosen, and every candidate's held-out BLEU
 
 
 def read_references(paths: Sequence[str | os.PathLike[str]]) -> list[list[str]]:
@@ -58,6 +72,7 @@ class Tuning:
 
     def __init__(self, references: Sequence[str | os.PathLike[str]], config: TuneConfig,
                  init: str | os.PathLike[str] | None = None):
+        check_optimizer(config.optimizer, "the tuning config")
         self.config = config
         self.reference_names = [str(path) for path in references]
         self.references = read_references(references)
@@ -73,8 +88,11 @@ class Tuning:
             return np.zeros(layout.dims)
         return aligned_weights(self.initial, layout, self.init)
 
-    def on_nbest(self, nbest: Sequence[str | os.PathLike[str]], features: Sequence[str] | None = None) -> TuneResult:
-        """Optimise once on the merged n-best lists; with ``features``, only those are tuned (the others get 0)."""
+    def on_nbest(self, nbest: Sequence[str | os.PathLike[str]], features: Sequence[str] | None = None,
+                 ties: Mapping[str, Sequence[str]] | None = None) -> TuneResult:
+        """Optimise once on the merged n-best lists; with ``features``, only those are tuned (the others get 0);
+        with ``ties``, each group's features share one weight, that of their mean (see :mod:`rerank.tune.derived`);
+        with ``cv.folds``, the tuning is cross-validated too."""
         for path in nbest:
             self.pool.add(path)
         layout = self.pool.layout
@@ -87,8 +105,22 @@ class Tuning:
         if features is not None:
             data, columns = data.select(features)
             start = start[columns]
-        weights[columns] = optimize(data, start, self.config, np.random.default_rng(self.config.seed))
-        return self._result(weights, layout)
+        tied = tie(data, ties) if ties else None
+        if tied is not None:
+            data, start = tied.data, tied.start(start)
+        cv, choice, config = self.config.cv, None, self.config
+        if cv.folds:
+            fold_assignment(data.num_sentences, cv.folds, cv.seed)  # too many folds: said before any tuning
+        if cv.choose:  # every candidate cross-validated; the best one tunes on all sentences
+            settings = candidates(config)
+            choice = choose(data, start, {name: tuner(c) for name, c in settings.items()}, cv.folds, cv.seed)
+            config = settings[choice.chosen]
+            logger.info("chosen by %d-fold cross-validation: %s", cv.folds, choice.chosen)
+        tuned = tuner(config)(data, start)
+        weights[columns] = tied.weights(tuned) if tied else tuned
+        held_out = choice.scores[choice.chosen] if choice else \
+            cross_validate(data, start, tuner(config), cv.folds, cv.seed) if cv.folds else None
+        return replace(self._result(weights, layout), cross_validated=held_out, choice=choice)
 
     def with_decoder(self, decoder: str, source: str | os.PathLike[str], work_dir: str | os.PathLike[str],
                      jobs: Jobs | None = None) -> TuneResult:
@@ -119,3 +151,18 @@ def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike[str
         logger.warning("%s has no weights for %s: they are only in the YAML weights", ini.path, ", ".join(extra))
     ini.with_weights({label: values for label, values in weights.items() if label in known}).write(path)
     logger.info("wrote %s", path)
+
+
+def write_cv_report(result: TuneResult, path: str | os.PathLike[str]) -> None:
+    """The cross-validation's figures as JSON: the held-out BLEU, each fold's, the tuning set's, and where a setting
+    was chosen, the choice and every candidate's figures (``rerank tune --cv-output``; studies read it)."""
+    from rerank.formats.files import atomic_output
+
+    if result.cross_validated is None:
+        raise RerankError("no cross-validation to report: give cv.folds (rerank tune --cv K)")
+    report = {**result.cross_validated.summary(), "tuning_bleu": result.bleu.score,
+              "chosen": result.choice.chosen if result.choice else None,
+              "candidates": {name: score.summary() for name, score in result.choice.scores.items()}
+              if result.choice else {}}
+    with atomic_output(path) as out:
+        out.write(json.dumps(report, indent=2) + "\n")

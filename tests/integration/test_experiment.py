@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shlex
 from pathlib import Path
@@ -74,22 +75,32 @@ def check_table_against_outputs(results_md: str, run: Path, experiment: dict, op
     """Each tuned row's dev BLEU (first optimiser) and test BLEU (every optimiser), the baseline's and
     RNNsearch's alone, as results.md prints them, against sacrebleu on the 1-best files (one seed, seed 1)."""
     dev, test = experiment["dev"]["reference"], experiment["test"]["reference"]
+
+    def cells_of(title: str) -> list[str]:
+        """The row's cells but the cross-validated BLEU (the column after dev's), which each tuned row has."""
+        cells = table_cells(results_md, title)
+        return [cells[0], *cells[2:]]
+
     baseline = table_cells(results_md, "Moses baseline (its own weights)")
-    assert baseline[:2] == [sacrebleu_of(run / "tuning" / "moses" / f"moses.ini.{split}.1best", reference)
-                            for split, reference in (("dev", dev), ("test", test))]
+    assert baseline[1] == ""  # Moses' own weights: nothing tuned, nothing cross-validated
+    assert cells_of("Moses baseline (its own weights)")[:2] == [
+        sacrebleu_of(run / "tuning" / "moses" / f"moses.ini.{split}.1best", reference)
+        for split, reference in (("dev", dev), ("test", test))]
     checked = 1
     for row in ROWS:
-        cells = table_cells(results_md, row.title)
+        cells = cells_of(row.title)
         expected = [sacrebleu_of(run / "tuning" / row.key / f"{optimizers[0]}-seed1.dev.1best", dev)]
         expected += [sacrebleu_of(run / "tuning" / row.key / f"{optimizer}-seed1.test.1best", test)
                      for optimizer in optimizers]
         assert cells[:1 + len(optimizers)] == expected, row.title
+        held_out = json.loads((run / "tuning" / row.key / f"{optimizers[0]}-seed1.cv.json").read_text())
+        assert table_cells(results_md, row.title)[1] == f"{held_out['bleu']:.2f} (folds ± {held_out['fold_sd']:.2f})"
         checked += 1
     alone = [title for title in (line.split("|")[1].strip() for line in results_md.splitlines()
                                  if line.startswith("| RNNsearch alone"))]
     assert len(alone) == 1
-    assert table_cells(results_md, alone[0])[:2] == [sacrebleu_of(run / f"{split}.rnnsearch.1best", reference)
-                                                     for split, reference in (("dev", dev), ("test", test))]
+    assert cells_of(alone[0])[:2] == [sacrebleu_of(run / f"{split}.rnnsearch.1best", reference)
+                                      for split, reference in (("dev", dev), ("test", test))]
     assert checked == len(ROWS) + 1
 
 
@@ -97,11 +108,12 @@ def check_table_against_outputs(results_md: str, run: Path, experiment: dict, op
 def test_sample_experiment_runs_every_step(tmp_path: Path) -> None:
     configs = write_training_configs(tmp_path, "encdec", "rnnsearch")
     config = write_experiment(tmp_path, encdec=str(configs["encdec"]), rnnsearch=str(configs["rnnsearch"]),
-                              optimizers=["mert", "pro"], seeds=[1], restarts=2, beam=3, nbest=3)
+                              optimizers=["mert", "pro"], seeds=[1], restarts=2, beam=3, nbest=3, cv_folds=3)
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
     results = (run / "results.md").read_text()
+    assert "| system | dev BLEU (MERT) | 3-fold CV BLEU (MERT) | test BLEU (MERT) | test BLEU (PRO) |" in results
     for title in ["Moses baseline (its own weights)", "RNNsearch alone (beam 3)", *(row.title for row in ROWS)]:
         assert f"| {title} |" in results
     assert "nrefs:1|case:mixed|eff:no|tok:none" in results

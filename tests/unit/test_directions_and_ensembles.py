@@ -120,6 +120,15 @@ def test_per_word_is_the_sum_over_predicted_tokens(tmp_path: Path) -> None:
     np.testing.assert_allclose(channel[:, 1], channel[:, 0] / [len(s) + 1 for s, _ in PAIRS])
 
 
+def test_the_per_word_value_alone_is_one_value(tmp_path: Path) -> None:
+    model = str(model_dir(tmp_path / "m"))
+    alone = nmt(model=model, per_word=True, sum=False)
+    assert alone.shape == (len(PAIRS), 1)
+    np.testing.assert_allclose(alone[:, 0], nmt(model=model, per_word=True)[:, 1])
+    with pytest.raises(ConfigError, match="sum: false leaves no value"):
+        build_feature({"kind": "nmt", "model": model, "sum": False})
+
+
 def test_an_ensemble_scores_the_mean_of_its_models(tmp_path: Path) -> None:
     first, second = str(model_dir(tmp_path / "a", seed=1)), str(model_dir(tmp_path / "b", seed=2))
     np.testing.assert_array_equal(nmt(model=[first]), nmt(model=first))

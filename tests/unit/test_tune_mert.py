@@ -12,8 +12,8 @@ from rerank.formats.nbest import FeatureLayout
 from rerank.tune.config import MertConfig
 from rerank.tune.data import NBestPool, TuningData
 from rerank.tune.envelope import LineSearch
-from rerank.tune.mert import ascend, l1_normalised, mert
-from rerank.tune.optimize import corpus_bleu, mert_bounds
+from rerank.tune.mert import ascend, l1_normalised, mert, mert_bounds
+from rerank.tune.optimize import corpus_bleu
 from rerank.tune.stats import NUM_STATS, BleuStatistics, log_bleu
 
 MOSES_WEIGHTS = np.array([0.138061, 0.15949, -0.225306, 0.105148, 0.126263, 0.0567749, 0.12818, 0.0607768])
