@@ -10,6 +10,11 @@ With --shard I/N only part I of N of the n-best list is scored, into -o and its 
 -o.shard.yaml; `rerank merge-shards` joins the N parts into the list an unsharded run writes, byte
 for byte. A shard holds whole blocks of --batch-sentences sentence ids (0-63, 64-127, ...), which
 are scored together, sharded or not: the neural features' float32 values are the same.
+
+With --reuse SCORED (a list of the same source scored with the same features), a hypothesis SCORED has
+(same sentence id, same words) takes its values from there instead of being scored again: the union
+of Moses' list with RNNsearch's, with Moses' list scored already, scores only RNNsearch's new
+hypotheses. A list feature (mbr), whose values depend on the whole list, is computed anew.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output",)
-INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus")
+INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus", "reuse")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sentences scored together (default from the config: 64)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads of the neural features (default: torch's, all cores)")
+    parser.add_argument("--reuse", action="append", default=[], metavar="SCORED",
+                        help="an n-best list of the same source scored with the same features: the hypotheses it "
+                             "has take its values, unscored (repeatable)")
     add_shard_argument(parser, "sentences")
     nmt = parser.add_argument_group("neural translation models")
     nmt.add_argument("--model", action="append", default=[], metavar="DIR",
@@ -108,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.nbest import read_nbest
     from rerank.formats.shards import ShardReader, check_shard_output, nbest_blocks, write_manifest
     from rerank.formats.streams import peek
-    from rerank.rescore.append import RescoreConfig, score_nbest
+    from rerank.rescore.append import RescoreConfig, check_sentence_ids, score_nbest
 
     config = with_overrides(load_config(RescoreConfig, args.config) if args.config else RescoreConfig(),
                             {"batch_sentences": args.batch_sentences})
@@ -138,15 +146,17 @@ def run(args: argparse.Namespace) -> int:
         elif clashes := [spec.label for spec in specs if spec.label in first.layout.labels]:
             raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
                               "give the new feature another label")
+        if args.source is not None and reader is None:
+            check_sentence_ids(args.nbest, args.source)
         features = [spec.build() for spec in specs]
         with _threads(args.threads):
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
-                        batch_sentences=batch_sentences)
+                        batch_sentences=batch_sentences, reuse=args.reuse)
     if reader is not None:
         settings = {key: getattr(args, key) for key in ("config", "source", "model", "device", "lm", "lm_label",
                                                         "lm_oov", "word_penalty",
                                                         "wp_label", "unk_vocab", "unk_corpus", "shortlist",
-                                                        "unk_label", "precision")}
+                                                        "unk_label", "precision", "reuse")}
         settings["batch_sentences"] = batch_sentences
         write_manifest(args.output, reader, command="score-nbest", kind="n-best list", settings=settings)
         if first is None:

@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import positive_int
-from rerank.config import describe_keys, from_dict, load_yaml, with_overrides
+from rerank.config import describe_keys, from_dict, load_config_data, with_overrides
 from rerank.training.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.training.trainer import Trainer
 
     device = torch_device(args.device)
-    data = load_yaml(args.config)
+    data = load_config_data(args.config)
     if isinstance(data, dict) and isinstance(data.get("model"), dict) and data["model"].get("architecture") == "cslm":
         return _train_cslm(args, data, device)
     config = with_overrides(from_dict(TrainConfig, data if data is not None else {}, str(args.config)),

@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from rerank.config import GZIP_MAGIC
-from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import atomic_output, decode_line, display_name, is_gzip
+from rerank.errors import RerankError, counted
+from rerank.formats.files import atomic_output, decode_line, display_name, gzip_error, is_gzip
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
 from rerank.formats.shards import starts_table_segment
 from rerank.formats.tokens import Pair
@@ -268,8 +268,7 @@ def _segments(path: str) -> Iterator[tuple[int, list[bytes], list[bytes]]]:
                 sources.append(source)
                 read += 1
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            raise RerankError(str(FormatError(display_name(path), read + 1, "a complete gzip stream",
-                                              got=f"{type(e).__name__}: {e}"))) from None
+            raise RerankError(str(gzip_error(display_name(path), read + 1, e))) from None
     if lines:
         yield read - len(lines) + 1, lines, sources
 

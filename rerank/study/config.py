@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rerank.config import at_least, from_dict, load_yaml
+from rerank.config import at_least, from_dict, load_config_data
 from rerank.errors import RerankError
 from rerank.tune.config import Optimizer
 
@@ -119,7 +119,7 @@ class ExperimentConfig:
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:
-    data = load_yaml(path)
+    data = load_config_data(path)
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))
 
 
