@@ -3,7 +3,6 @@ makes the same outputs (a ``rerank`` command, or a Moses program), and timed."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -13,7 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +62,7 @@ class Clock:
         now = self.timing()
         wall = sum(t.wall_s for t in steps.values())
         load = sum(t.load * t.wall_s for t in steps.values()) / wall if wall > 0 else now.load
-        return dataclasses.replace(now, load=load)
+        return replace(now, load=load)
 
 
 def cpu_seconds() -> float:

@@ -6,6 +6,7 @@ another directory."""
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import shutil
 from pathlib import Path
@@ -186,3 +187,41 @@ def test_the_working_directory_comes_first(tmp_path: Path, monkeypatch: pytest.M
     Path("a.txt").write_text("here\n")
     assert resolved_input("a.txt", "configs") == "a.txt"
     assert resolved_input("missing.txt", "configs") == "missing.txt"  # for its error to name as written
+
+
+def test_score_nbest_reuses_the_values_of_a_scored_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hypothesis a scored list has takes its values from there (shown by one changed in that list); the
+    others are scored; with nothing changed, the output is the plain run's."""
+    nbest, flags = TEST_DATA / "toy.nbest", ["--word-penalty", "--unk-corpus", TEST_DATA / "toy.fr"]
+    assert run(["score-nbest", nbest, *flags, "-o", tmp_path / "plain"], capsys)[0] == 0
+    plain = (tmp_path / "plain").read_text().splitlines(True)
+    first = [line for line in plain if line.startswith("0 ")]
+    (tmp_path / "scored").write_text("".join([first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7"),
+                                              *first[1:]]))
+    assert "WP1= -99 UNK1= 7" in (tmp_path / "scored").read_text()
+    assert run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)[0] == 0
+    out = (tmp_path / "out").read_text().splitlines(True)
+    assert out[0] == first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7") and out[1:] == plain[1:]
+    (tmp_path / "wrong").write_text(first[0].replace("WP1= -11", "WP1= -11 -1"))
+    code, err = run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "wrong", "-o", tmp_path / "out2"], capsys)
+    assert code == 2 and "WP1 has 2 values, but the feature gives 1" in err
+
+
+def test_the_sample_page_gets_the_run_s_times(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sample_table", REPO / "examples" / "sample_table.py")
+    assert spec is not None and spec.loader is not None
+    sample_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample_table)
+    timings = tmp_path / "timings.json"
+    step = {"wall_s": 30.4, "cpu_s": 50.2, "load": 2.0, "cores": 2}
+    timings.write_text(json.dumps({"steps": {"translate dev encdec": step, "translate test encdec": step,
+                                             "tune tuning/a.yaml": step},
+                                   "total": {"wall_s": 125.0, "cpu_s": 170.0, "load": 2.54, "cores": 2}}))
+    page = f"# T\n\n## Time\n\n{sample_table.TIME_START}old\n{sample_table.TIME_END}\n"
+    text = sample_table.with_times(page, timings)
+    assert "took 170 s of CPU (user and system) and 2 min 5 s by the wall clock on a 2-core machine under a load " \
+           "average of 2.5" in text
+    assert "| translate | 2 | 61 | 100 |\n| tune | 1 | 30 | 50 |\n" + sample_table.TIME_END in text
+    assert "old" not in text and sample_table.with_times(page, tmp_path / "none.json") == page
