@@ -131,7 +131,7 @@ def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, 
     :func:`~rerank.formats.shards.nbest_blocks`); a :class:`~rerank.rescore.feature.ListFeature` scores the
     block's sentences, each with its entries. With a ``source``, an n-best id beyond its last line is
     an error; without one, features get an empty source. With ``reuse``, the pairs it holds values for are
-    not scored (but by a list feature, whose values depend on the whole list).
+    not scored again (a list feature, whose values depend on the whole list, still scores every entry).
     """
     layout: FeatureLayout | None = None
     progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
