@@ -84,7 +84,8 @@ class Scoring:
 
 def translate(config: ExperimentConfig, steps: Steps, name: str, split: Split, models: dict[str, Path]) -> None:
     """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
-    n-best list, as ``rerank translate`` makes them."""
+    (or the ensemble's, ``union_with``) n-best list, as ``rerank translate`` makes them; a system with an n-best
+    list is decoded once, its 1-best being the list's first hypotheses (``rerank apply --weight LABEL=0``)."""
     from rerank.formats.dictionaries import phrase_table_dictionary
     from rerank.formats.files import read_lines
     from rerank.models.checkpoint import load_model
