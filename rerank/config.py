@@ -212,12 +212,17 @@ def resolved_inputs(data: Any, directory: str, key: str | None = None) -> Any:
 
 def resolved_input(path: str, directory: str) -> str:
     """A relative path of a config is read from the working directory where it is there, and otherwise from the
-    config's own directory where it is there (so a shipped config runs from anywhere); else it stays as written,
-    for its error to name."""
-    if not path or os.path.isabs(path) or os.path.exists(path) or not directory:
+    config's own directory or the nearest directory above it that has it (so the shipped configs, whose paths are
+    relative to the repository's root, run from anywhere); else it stays as written, for its error to name."""
+    if not path or os.path.isabs(path) or os.path.exists(path):
         return path
-    beside = os.path.join(directory, path)
-    return beside if os.path.exists(beside) else path
+    here = os.path.abspath(directory or os.curdir)
+    while not os.path.exists(found := os.path.join(here, path)):
+        if os.path.dirname(here) == here:
+            return path
+        here = os.path.dirname(here)
+    shown = os.path.relpath(found)  # as the working directory reaches it, where that is below it
+    return found if shown.startswith(os.pardir) else shown
 
 
 def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "") -> T:

@@ -134,8 +134,9 @@ def configs_page() -> str:
              "error naming the file and the key.", "",
              "A relative path a config reads (the keys "
              f"{', '.join(f'`{key}`' for key in sorted(INPUT_KEYS))}) is read from the working directory where it "
-             "is there, and otherwise from the config's own directory, so that a shipped config runs from "
-             "anywhere; a path a config writes (`output_dir`) is relative to the working directory.", ""]
+             "is there, and otherwise from the config's own directory or the nearest directory above it that has "
+             "it, so that a shipped config (its paths relative to the repository's root) runs from anywhere; a "
+             "path a config writes (`output_dir`) is relative to the working directory.", ""]
     for heading, reader, target in CONFIGS:
         lines += [f"## {heading}", "", f"Read by {reader}.", "", *_key_table(_load(target))]
     lines += ["## Feature kinds", "",

@@ -39,8 +39,8 @@ class RescoreConfig:
     """What ``rerank score-nbest`` appends: feature specs, in order, and how many sentences to score at once.
 
     Each spec is a mapping with ``kind`` and that kind's keys (see :mod:`features`). A relative path is read
-    from the working directory, or from the config's directory where it is not there
-    (:func:`rerank.config.resolved_input`).
+    from the working directory, or where it is not there, from the config's directory or the nearest one above it
+    that has it (:func:`rerank.config.resolved_input`).
     """
 
     features: tuple[dict[str, Any], ...] = ()

@@ -18,6 +18,7 @@ from rerank.cli import main
 from rerank.config import resolved_input
 from rerank.formats.tokenization import style_mismatch, text_style
 from rerank.models.checkpoint import WEIGHTS
+from rerank.study.config import check_inputs, load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -187,6 +188,19 @@ def test_the_working_directory_comes_first(tmp_path: Path, monkeypatch: pytest.M
     Path("a.txt").write_text("here\n")
     assert resolved_input("a.txt", "configs") == "a.txt"
     assert resolved_input("missing.txt", "configs") == "missing.txt"  # for its error to name as written
+    (tmp_path / "configs" / "a.txt").unlink()
+    (tmp_path / "configs" / "deep").mkdir()
+    Path("a.txt").rename(tmp_path / "data.txt")
+    monkeypatch.chdir(tmp_path / "configs")
+    assert resolved_input("data.txt", "deep") == str(tmp_path / "data.txt")  # the nearest directory above
+
+
+def test_a_shipped_config_runs_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_experiment(REPO / "configs" / "experiments" / "sample.yaml")
+    check_inputs(config)  # every file it names, found from the repository's root
+    assert config.dev.nbest == str(REPO / "examples" / "data" / "val.100best.gz")
+    assert config.output_dir == "runs/sample"  # what it writes stays relative to the working directory
 
 
 def test_score_nbest_reuses_the_values_of_a_scored_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
