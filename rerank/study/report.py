@@ -223,9 +223,8 @@ def timing_lines(timings: dict[str, Timing], total: Timing) -> list[str]:
     for name, timing in timings.items():
         kinds.setdefault(name.split()[0], []).append(timing)
     lines = [f"All: {total.wall_s:.0f} s by the wall clock, {total.cpu_s:.0f} s of CPU (user and system), load "
-             f"average {total.load:.1f} on {total.cores} cores; by step (timings.json has each):", "",
-             "| steps | runs | wall (s) | CPU (s) |", "|---|---|---|---|"]
-    lines += [f"| {kind} | {len(runs)} | {sum(t.wall_s for t in runs):.0f} | {sum(t.cpu_s for t in runs):.0f} |"
-              for kind, runs in kinds.items()]
+             f"average {total.load:.1f} on {total.cores} cores; by step (timings.json has each):", ""]
+    lines += [f"- {kind}: {len(runs)} run{'s' * (len(runs) > 1)}, {sum(t.wall_s for t in runs):.0f} s wall, "
+              f"{sum(t.cpu_s for t in runs):.0f} s CPU" for kind, runs in kinds.items()]
     return lines
 
