@@ -4,7 +4,8 @@
 ``runs/sample/results.md``; this script puts its table into ``docs/results/sample.md``, between the
 page's markers, and records in the first marker the SHA-256 of every file the experiment's config
 names (the config itself, the sample's lists, sources, references, moses.ini, LM and phrase table,
-and every file of the two model directories). ``tests/integration/test_docs.py`` checks that
+and every file of the two model directories); it puts the run's times (``timings.json``, beside
+``results.md``) between the page's time markers too. ``tests/integration/test_docs.py`` checks that
 fingerprint against the files as they are, so a change of the models or the data fails until the
 page is made anew, and (a slow test) runs the experiment afresh and compares the tables cell by cell.
 
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -29,6 +32,7 @@ CONFIG = Path("configs/experiments/sample.yaml")
 PAGE = REPO / "docs" / "results" / "sample.md"
 START = re.compile(r"<!-- sample table: written by rerank experiment (\S+?)(?:; inputs sha256 ([0-9a-f]{64}))? -->\n")
 END = "<!-- end of the sample table -->"
+TIME_START, TIME_END = "<!-- sample time: written from the run's timings.json -->\n", "<!-- end of the sample time -->"
 
 
 def named_files(value: object) -> Iterator[Path]:
@@ -78,6 +82,30 @@ def documented(page: str) -> tuple[str, str, str | None]:
     return page[start.end():end], start.group(1), start.group(2)
 
 
+def time_text(timings: dict[str, Any]) -> str:
+    """The run's CPU and wall time and load, then each kind of step's (the first word of its name), as markdown."""
+    total = timings["total"]
+    kinds: dict[str, tuple[int, float, float]] = {}  # runs, wall and CPU seconds by the first word of a step's name
+    for name, step in timings["steps"].items():
+        runs, wall, cpu = kinds.get(name.split()[0], (0, 0.0, 0.0))
+        kinds[name.split()[0]] = (runs + 1, wall + step["wall_s"], cpu + step["cpu_s"])
+    minutes, seconds = divmod(round(total["wall_s"]), 60)
+    lines = [f"`rerank experiment {CONFIG.as_posix()}` took {total['cpu_s']:.0f} s of CPU (user and system) and "
+             f"{minutes} min {seconds} s by the wall clock on a {total['cores']}-core machine under a load average "
+             f"of {total['load']:.1f} (over its steps, weighted by their time), by kind of step:", "",
+             "| steps | runs | wall (s) | CPU (s) |", "|---|---|---|---|"]
+    lines += [f"| {kind} | {runs} | {wall:.0f} | {cpu:.0f} |" for kind, (runs, wall, cpu) in kinds.items()]
+    return "\n".join(lines) + "\n"
+
+
+def with_times(page: str, timings: Path) -> str:
+    """``page`` with the run's times between its time markers (as it is without the markers or the file)."""
+    if TIME_START not in page or TIME_END not in page or not timings.exists():
+        return page
+    start, end = page.index(TIME_START) + len(TIME_START), page.index(TIME_END)
+    return page[:start] + time_text(json.loads(timings.read_text(encoding="utf-8"))) + page[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=REPO / "runs" / "sample" / "results.md",
@@ -87,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     start, end = markers(page)
     marker = f"<!-- sample table: written by rerank experiment {CONFIG.as_posix()}; inputs sha256 {fingerprint()} -->\n"
     written = table(args.results.read_text(encoding="utf-8"))
-    PAGE.write_text(page[:start.start()] + marker + written + page[end:], encoding="utf-8")
-    print(f"{PAGE}: the table of {args.results}")
+    page = with_times(page[:start.start()] + marker + written + page[end:], args.results.with_name("timings.json"))
+    PAGE.write_text(page, encoding="utf-8")
+    print(f"{PAGE}: the table and times of {args.results}")
     return 0
 
 

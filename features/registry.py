@@ -31,7 +31,8 @@ FEATURES: dict[str, type[Any]] = {
 }
 
 
-# The keys of the kinds' configs that name files or model directories (relative to the working directory).
+# The keys of the kinds' configs that name files or model directories (a config file's found from its own
+# directory too: rerank.config.resolved_input).
 FILE_KEYS = ("path", "vocab", "corpus", "model", "lm")
 
 

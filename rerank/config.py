@@ -17,6 +17,7 @@ import math
 import os
 import types
 import typing
+import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar, cast
 
@@ -157,8 +158,12 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
                 data = unzipped.read(MAX_CONFIG_BYTES + 1)
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(f"{path}: expected a config of at most {MAX_CONFIG_BYTES:,} bytes (uncompressed)")
-    except OSError as e:  # gzip.BadGzipFile and EOFError: a damaged or cut gzip file
-        raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from None
+    except gzip.BadGzipFile:
+        raise ConfigError(f"{path}: cannot read: its first bytes are gzip's but the rest is not gzip") from None
+    except OSError as e:  # a directory, no permission
+        raise ConfigError(f"{path}: cannot read: {e.strerror or 'a damaged gzip stream'}") from None
+    except zlib.error:
+        raise ConfigError(f"{path}: cannot read: a damaged gzip stream") from None
     except EOFError:
         raise ConfigError(f"{path}: cannot read: the gzip stream ends early") from None
     try:
@@ -186,8 +191,47 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
 
 def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:
     """Load a YAML file into the dataclass ``cls``."""
-    data = load_yaml(path)
+    data = load_config_data(path)
     return from_dict(cls, {} if data is None else data, source=str(path))
+
+
+# The keys, in any section, whose values name files or directories a config reads (never those it writes).
+INPUT_KEYS = frozenset({
+    "path", "vocab", "corpus", "model", "lm", "prepared", "source", "target", "reference", "nbest", "ini",
+    "language_model", "phrase_table", "decoder", "filter_script", "mert_moses", "encdec", "rnnsearch",
+    "right_to_left", "channel", "cslm"})
+
+
+def load_config_data(path: str | os.PathLike[str]) -> Any:
+    """A config file's YAML with the files it reads found (:func:`resolved_input`)."""
+    return resolved_inputs(load_yaml(path), os.path.dirname(os.fspath(path)))
+
+
+def resolved_inputs(data: Any, directory: str, key: str | None = None) -> Any:
+    """``data`` (a config's YAML) with each relative path under one of :data:`INPUT_KEYS` found
+    (:func:`resolved_input`) from ``directory``, the config's own."""
+    if isinstance(data, Mapping):
+        return {k: resolved_inputs(v, directory, str(k)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [resolved_inputs(v, directory, key) for v in data]
+    if isinstance(data, str) and key in INPUT_KEYS:
+        return resolved_input(data, directory)
+    return data
+
+
+def resolved_input(path: str, directory: str) -> str:
+    """A relative path of a config is read from the working directory where it is there, and otherwise from the
+    config's own directory or the nearest directory above it that has it (so the shipped configs, whose paths are
+    relative to the repository's root, run from anywhere); else it stays as written, for its error to name."""
+    if not path or os.path.isabs(path) or os.path.exists(path):
+        return path
+    here = os.path.abspath(directory or os.curdir)
+    while not os.path.exists(found := os.path.join(here, path)):
+        if os.path.dirname(here) == here:
+            return path
+        here = os.path.dirname(here)
+    shown = os.path.relpath(found)  # as the working directory reaches it, where that is below it
+    return found if shown.startswith(os.pardir) else shown
 
 
 def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "") -> T:

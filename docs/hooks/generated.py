@@ -156,13 +156,19 @@ def _cell(text: str) -> str:
 
 
 def configs_page() -> str:
+    from rerank.config import INPUT_KEYS
     from rerank.features.registry import FEATURES
 
     lines = ["# Config files", "",
              "Every key of every config file, written from the config dataclasses when this site is built. "
              "Nested keys are dotted (`training.learning_rate` is `learning_rate:` under `training:`); a key "
              "left out takes its default; an unknown key, a value of the wrong type or out of range is an "
-             "error naming the file and the key.", ""]
+             "error naming the file and the key.", "",
+             "A relative path a config reads (the keys "
+             f"{', '.join(f'`{key}`' for key in sorted(INPUT_KEYS))}) is read from the working directory where it "
+             "is there, and otherwise from the config's own directory or the nearest directory above it that has "
+             "it, so that a shipped config (its paths relative to the repository's root) runs from anywhere; a "
+             "path a config writes (`output_dir`) is relative to the working directory.", ""]
     for heading, reader, target in CONFIGS:
         lines += [f"## {heading}", "", f"Read by {reader}.", "", *_key_table(_load(target))]
     lines += ["## Feature kinds", "",

@@ -4,7 +4,8 @@ The score of a hypothesis is its dense features · weights; the best is the firs
 order. Weights come from YAML weights files, from a moses.ini's [weight] section, and from --weight
 flags, merged in that order (later ones win). A moses.ini may weight features the n-best list does
 not print (UnknownWordPenalty0): those are skipped. A sentence with no hypotheses gets an empty
-line, as Moses writes for a sentence it failed to translate.
+line, as Moses writes for a sentence it failed to translate; an empty list is an error, as for
+`rerank tune` (a decoding run that failed, not a translation).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ With --shard I/N only part I of N of the n-best list is scored, into -o and its 
 -o.shard.yaml; `rerank merge-shards` joins the N parts into the list an unsharded run writes, byte
 for byte. A shard holds whole blocks of --batch-sentences sentence ids (0-63, 64-127, ...), which
 are scored together, sharded or not: the neural features' float32 values are the same.
+
+With --reuse SCORED (a list of the same source scored with the same features), a hypothesis SCORED has
+(same sentence id, same words) takes its values from there instead of being scored again: the union
+of Moses' list with RNNsearch's, with Moses' list scored already, scores only RNNsearch's new
+hypotheses. A list feature (mbr), whose values depend on the whole list, is computed anew.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output",)
-INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus")
+INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus", "reuse")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-overlap", dest="overlap", action="store_false",
                         help="read, parse and write the list in the thread that scores, between blocks, instead of "
                              "in threads beside it (the output is the same)")
+    parser.add_argument("--reuse", action="append", default=[], metavar="SCORED",
+                        help="an n-best list of the same source scored with the same features: the hypotheses it "
+                             "has take its values, unscored (repeatable)")
     add_shard_argument(parser, "sentences", input_option="nbest", same_output=("threads", "overlap"))
     nmt = parser.add_argument_group("neural translation models")
     nmt.add_argument("--model", action="append", default=[], metavar="DIR",
@@ -114,7 +122,13 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.nbest import read_nbest
     from rerank.formats.shards import nbest_blocks, open_shard, write_manifests
     from rerank.formats.streams import peek
-    from rerank.rescore.append import RescoreConfig, check_new_labels, check_source_given, score_nbest
+    from rerank.rescore.append import (
+        RescoreConfig,
+        check_new_labels,
+        check_sentence_ids,
+        check_source_given,
+        score_nbest,
+    )
 
     config = with_overrides(load_config(RescoreConfig, args.config) if args.config else RescoreConfig(),
                             {"batch_sentences": args.batch_sentences})
@@ -141,10 +155,12 @@ def run(args: argparse.Namespace) -> int:
                 logger.warning("%s is empty: nothing to score", nbest_name)
         else:
             check_new_labels(first.layout, [spec.label for spec in specs], nbest_name)
+        if args.source is not None and reader is None:
+            check_sentence_ids(args.nbest, args.source)
         features = [spec.build() for spec in specs]
         with _threads(args.threads):
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
-                        batch_sentences=batch_sentences, overlap=args.overlap)
+                        batch_sentences=batch_sentences, overlap=args.overlap, reuse=args.reuse)
     if reader is not None:
         write_manifests(args, reader, {"output": "n-best list"}, batch_sentences=batch_sentences)
         if first is None:

@@ -25,7 +25,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from rerank.commands.arguments import positive_int
-from rerank.config import describe_keys, load_yaml, with_overrides
+from rerank.config import describe_keys, load_config_data, with_overrides
 from rerank.errors import RerankError
 from rerank.training.config import CSLMTrainConfig, TrainConfig, read_train_config
 
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.training.trainer import TrainingInterrupted
 
     device = torch_device(args.device)
-    config = with_overrides(read_train_config(load_yaml(args.config), str(args.config)), _overrides(args))
+    config = with_overrides(read_train_config(load_config_data(args.config), str(args.config)), _overrides(args))
     world = world_from_env() if isinstance(config, TrainConfig) else World()
     if args.device == "cuda" and world.distributed:  # each process its own GPU
         device = torch.device("cuda", world.local_rank)

@@ -22,7 +22,8 @@ jobs ("qsub -sync y -b y -cwd {command}", "srun {command}"), and the parts' n-be
 with the whole source's sentence ids (see rerank.tune.parallel), as moses-parallel.pl does.
 
 The weights are written as YAML and, with --moses-ini (or --output-ini), into a copy of that moses.ini. Settings come
-from --config (see configs/tune.yaml); the flags below override single ones.
+from --config (see configs/tune.yaml); the flags below override single ones. With --nbest, a warning where the lists'
+hypotheses and the references are tokenized differently (as `rerank evaluate`): BLEU would steer the weights wrong.
 
 On fixed lists, --cv K also estimates what the weights carry over to unseen sentences: the sentences are dealt into K
 folds (seeded), the weights tuned on K-1 folds rerank the held-out one, and one BLEU over every held-out 1-best is
@@ -152,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import check_outputs, committed_together
     from rerank.formats.moses_ini import MosesIni
+    from rerank.formats.tokenization import check_nbest_references
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
     from rerank.tune.parallel import Jobs
@@ -192,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
+        check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger)
         result = tuning.on_nbest(args.nbest, features, dict(args.tie) or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)

@@ -9,6 +9,7 @@
 ``pipeline``: the host's work in threads beside the model's: reading and parsing ahead, formatting and writing behind.
 ``shards``: contiguous parts of a file (``--shard I/N``), their manifests and their merging.
 ``streams``: records read as streams: the first one, and chunks.
+``tokenization``: hypotheses and references tokenized or escaped differently, found from their punctuation.
 ``tokens``: what a tokenised sentence is.
 ``weights``: log-linear weights: YAML weights files and moses.ini weights.
 """

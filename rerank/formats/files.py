@@ -59,7 +59,15 @@ def read_lines(path: str | os.PathLike[str], encoding: str = "utf-8") -> Iterato
             for lineno, raw in enumerate(stream, 1):
                 yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, name, lineno, encoding)
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise FormatError(name, lineno + 1, "a complete gzip stream", got=f"{type(e).__name__}: {e}") from None
+        raise gzip_error(name, lineno + 1, e) from None
+
+
+def gzip_error(name: str, lineno: int | None, error: Exception) -> FormatError:
+    """The error for gzip data that ``gzip`` or ``zlib`` cannot read, in the project's words (not the library's)."""
+    if isinstance(error, gzip.BadGzipFile) and lineno == 1:
+        return FormatError(name, lineno, "gzip data, as the name ends in .gz", got="not a gzip file")
+    got = {EOFError: "a stream that ends early (a cut file?)", gzip.BadGzipFile: "bytes that are not gzip"}
+    return FormatError(name, lineno, "a complete gzip stream", got=got.get(type(error), "corrupt compressed data"))
 
 
 def decode_line(raw: bytes, name: str, lineno: int, encoding: str = "utf-8") -> str:

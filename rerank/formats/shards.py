@@ -46,6 +46,7 @@ from rerank.formats.files import (
     check_output,
     decode_line,
     display_name,
+    gzip_error,
     is_gzip,
     open_binary,
 )
@@ -261,7 +262,7 @@ class ShardReader:
                 yield placed, offset, pending
                 offset += len(pending)
         except zlib.error as e:
-            raise FormatError(self.name, None, "a complete gzip stream", got=f"zlib.error: {e}") from None
+            raise gzip_error(self.name, None, e) from None
         self._total = offset
 
     def _owned(self, lines: Iterator[Placed], low: int, high: int) -> Iterator[tuple[int, bytes]]:

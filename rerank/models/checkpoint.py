@@ -93,11 +93,12 @@ def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu")
         state = torch.load(path, map_location=device, weights_only=True)
     except FileNotFoundError:
         raise RerankError(f"{path}: no such file") from None
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise RerankError(f"{path}: refused: not a plain weights file ({first})") from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, AttributeError, TypeError):
+        raise RerankError(f"{path}: refused: not a plain weights file (tensors in dictionaries and lists, as "
+                          "rerank train saves them), or a cut or damaged one") from None
     except OSError as e:  # a truncated or corrupt archive, a directory, no permission
-        raise RerankError(f"{path}: refused: cannot read it as a weights file ({e.strerror or e})") from None
+        raise RerankError(f"{path}: refused: cannot read it as a weights file"
+                          + (f" ({e.strerror})" if e.strerror else "")) from None
     if not isinstance(state, dict):
         raise RerankError(f"{path}: refused: expected a dictionary of tensors, got {type(state).__name__}")
     return state

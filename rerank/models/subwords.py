@@ -89,8 +89,9 @@ class SubwordVocabulary(Vocabulary):
         processor = spm.SentencePieceProcessor()
         try:
             processor.LoadFromSerializedProto(data)
-        except RuntimeError as e:
-            raise RerankError(f"{path}: refused: expected a sentencepiece model ({e})") from None
+        except RuntimeError:
+            raise RerankError(f"{path}: refused: expected a sentencepiece model (written by rerank prepare), "
+                              "not a cut or other file") from None
         if tuple(processor.id_to_piece(i) for i in range(min(4, processor.get_piece_size()))) != SPECIALS:
             raise RerankError(f"{path}: refused: a sentencepiece model whose first pieces are {' '.join(SPECIALS)} "
                               "(made by rerank prepare)")

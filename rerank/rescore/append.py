@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import NonFiniteScore, RerankError, counted
-from rerank.formats.files import STDIO, atomic_output, display_name, read_lines
-from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence
+from rerank.errors import FormatError, NonFiniteScore, RerankError, counted
+from rerank.formats.files import STDIO, atomic_output, count_lines, display_name, read_lines
+from rerank.formats.nbest import (
+    FeatureLayout,
+    NBestEntry,
+    NBestGroup,
+    beyond_source,
+    group_by_sentence,
+    read_nbest,
+)
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
@@ -33,8 +40,9 @@ STDIN_NAME = display_name(STDIO)
 class RescoreConfig:
     """What ``rerank score-nbest`` appends: feature specs, in order, and how many sentences to score at once.
 
-    Each spec is a mapping with ``kind`` and that kind's keys (see :mod:`features`). Relative paths
-    are relative to the directory the command runs in.
+    Each spec is a mapping with ``kind`` and that kind's keys (see :mod:`features`). A relative path is read
+    from the working directory, or where it is not there, from the config's directory or the nearest one above it
+    that has it (:func:`rerank.config.resolved_input`).
     """
 
     features: tuple[dict[str, Any], ...] = ()  # in order: each a mapping of kind and that kind's keys (below)
@@ -96,6 +104,36 @@ def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_na
     return layout.extended([f.name for f in features], [f.dims for f in features])
 
 
+Hypothesis = tuple[int, tuple[str, ...]]  # a sentence id and the hypothesis' words
+
+
+class ScoredValues:
+    """The values that scored n-best lists of the same source hold already, by sentence id and hypothesis words
+    (``rerank score-nbest --reuse``): a hypothesis that one of them has is not scored again (Moses' hypotheses
+    in their union with RNNsearch's list). The first list that has a hypothesis gives its values."""
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], labels: Sequence[str]):
+        self.names = [display_name(path) for path in paths]
+        self.values: dict[Hypothesis, dict[str, tuple[float, ...]]] = {}
+        for path in paths:
+            for entry in read_nbest(path):
+                offsets = entry.layout.offsets()
+                found = {label: entry.dense[offsets[label]] for label in labels if label in offsets}
+                if found:
+                    self.values.setdefault((entry.sentence_id, tuple(entry.tokens)), found)
+
+    def column(self, feature: Feature, entries: Sequence[NBestEntry]) -> list[tuple[float, ...] | None]:
+        """The values of ``feature`` for each entry, None where no list has them."""
+        column: list[tuple[float, ...] | None] = []
+        for entry in entries:
+            values = self.values.get((entry.sentence_id, tuple(entry.tokens)), {}).get(feature.name)
+            if values is not None and len(values) != feature.dims:
+                raise RerankError(f"{', '.join(self.names)}: {feature.name} has {len(values)} values, but the "
+                                  f"feature gives {feature.dims}: reuse lists scored with the same features")
+            column.append(values)
+        return column
+
+
 @dataclass
 class _Block:
     """A block of sentence ids' hypotheses: the sentences, each with its source, the hypotheses in file order,
@@ -107,16 +145,18 @@ class _Block:
 
 
 def add_features(entries: Iterable[NBestEntry], features: Sequence[Feature], *, nbest_name: str,
-                 source: SourceText | None = None, batch_sentences: int = 64) -> Iterator[NBestEntry]:
+                 source: SourceText | None = None, batch_sentences: int = 64,
+                 reuse: ScoredValues | None = None) -> Iterator[NBestEntry]:
     """The entries with every feature's values appended to field 3, in file order.
 
     Each feature scores the (source, hypothesis) pairs of a block of ``batch_sentences`` sentence ids
     at a time (0-63, 64-127, ...: the same blocks in a shard of the list, see
     :func:`~rerank.formats.shards.nbest_blocks`); a :class:`~rerank.rescore.feature.ListFeature` scores the
     block's sentences, each with its entries. With a ``source``, an n-best id beyond its last line is
-    an error; without one, features get an empty source.
+    an error; without one, features get an empty source. With ``reuse``, the pairs it holds values for are
+    not scored again (a list feature, whose values depend on the whole list, still scores every entry).
     """
-    appender = _Appender(features, nbest_name)
+    appender = _Appender(features, nbest_name, reuse)
     for block in _blocks(entries, source, nbest_name, batch_sentences):
         yield from appender.appended(block, appender.columns(block))
     appender.done()
@@ -135,10 +175,11 @@ def _blocks(entries: Iterable[NBestEntry], source: SourceText | None, nbest_name
 
 class _Appender:
     """The features' values of each block (:meth:`columns`, the model's part) and the entries with them
-    (:meth:`appended`, the host's part), with the progress of both."""
+    (:meth:`appended`, the host's part), with the progress of both. With ``reuse``, the pairs it holds values
+    for are not scored again."""
 
-    def __init__(self, features: Sequence[Feature], nbest_name: str):
-        self.features, self.nbest_name = features, nbest_name
+    def __init__(self, features: Sequence[Feature], nbest_name: str, reuse: ScoredValues | None = None):
+        self.features, self.nbest_name, self.reuse = features, nbest_name, reuse
         self.layout: FeatureLayout | None = None
         self.progress = progress_bar("sentences", enabled=logger.isEnabledFor(logging.INFO))
         self.hypotheses = 0
@@ -146,7 +187,8 @@ class _Appender:
     def columns(self, block: _Block) -> list[list[Any]]:
         if self.layout is None:
             self.layout = extended_layout(block.flat[0].layout, self.features, self.nbest_name)
-        return [_score(feature, block.pairs, block.lists).tolist() for feature in self.features]  # floats
+        return [_reused_or_scored(feature, block.pairs, block.lists, block.flat, self.reuse)
+                for feature in self.features]
 
     def appended(self, block: _Block, columns: list[list[Any]]) -> Iterator[NBestEntry]:
         assert self.layout is not None
@@ -175,6 +217,17 @@ def _with_source(chunk: list[NBestGroup], source: SourceText | None, nbest_name:
         yield tuple(line.split()), group
 
 
+def _reused_or_scored(feature: Feature, pairs: Sequence[Pair], lists: Sequence[SentenceList],
+                      entries: Sequence[NBestEntry], reuse: ScoredValues | None) -> list[list[float]]:
+    """The feature's values of every pair (floats, not numpy scalars): those ``reuse`` holds, the others scored."""
+    if reuse is None or scores_lists(feature):
+        return list(_score(feature, pairs, lists).tolist())
+    column = reuse.column(feature, entries)
+    missing = [i for i, values in enumerate(column) if values is None]
+    scored = iter(_score(feature, [pairs[i] for i in missing], lists).tolist() if missing else [])
+    return [list(values) if values is not None else next(scored) for values in column]
+
+
 def _score(feature: Feature, pairs: Sequence[Pair], lists: Sequence[SentenceList]) -> np.ndarray:
     scored = feature.score_lists(lists) if scores_lists(feature) else feature.score(pairs)
     values = np.asarray(scored, dtype=np.float64)
@@ -184,19 +237,33 @@ def _score(feature: Feature, pairs: Sequence[Pair], lists: Sequence[SentenceList
     return values
 
 
+def check_sentence_ids(nbest: str | os.PathLike[str], source: str | os.PathLike[str]) -> None:
+    """Every sentence id of the n-best list ``nbest`` has a line in ``source``: a pre-pass that reads the ids only,
+    so that a list of another source fails in a second, before any model loads, not after its scoring. (From
+    stdin, the ids are checked as the list is scored.)"""
+    if str(nbest) == STDIO:
+        return
+    lines = count_lines(source)
+    for lineno, line in read_lines(nbest):
+        head = line.split("|||", 1)[0].strip()  # a malformed line is reported by the reader, later
+        if head.isdigit() and int(head) >= lines:
+            raise FormatError(display_name(nbest), lineno, f"a sentence id below {lines}, the number of lines of "
+                              f"{display_name(source)}", got=head)
 
 
 def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], features: Sequence[Feature], *,
                 nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64,
-                overlap: bool = True) -> None:
+                overlap: bool = True, reuse: Sequence[str | os.PathLike[str]] = ()) -> None:
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
-    ``features`` appended to every line. With ``overlap``, the list (and the source) are read and parsed by
+    ``features`` appended to every line; the values of a hypothesis that a scored list of ``reuse`` has are
+    copied from it (:class:`ScoredValues`). With ``overlap``, the list (and the source) are read and parsed by
     one thread and the lines formatted and written by another while the features score
     (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read in
     the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     check_source_given([f.name for f in features if f.needs_source], source)
     text = SourceText(source) if source is not None else None
-    appender = _Appender(features, nbest_name)
+    known = ScoredValues(reuse, [f.name for f in features]) if reuse else None
+    appender = _Appender(features, nbest_name, known)
     with atomic_output(output) as out:
         def write(scored: tuple[_Block, list[list[Any]]]) -> None:
             out.write("".join([f"{entry.line()}\n" for entry in appender.appended(*scored)]))

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from rerank.errors import NonFiniteScore, counted
+from rerank.errors import FormatError, NonFiniteScore, counted
 from rerank.formats.files import atomic_output, committed_together, display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, NBestGroup, beyond_source, group_by_sentence, read_nbest
 from rerank.formats.streams import peek
@@ -23,24 +23,26 @@ def rerank_nbest(nbest: str | os.PathLike[str], weights: Mapping[str, Sequence[f
                  nbest_out: str | os.PathLike[str] | None = None, num_sentences: int | None = None,
                  source_name: str = "the source", weights_name: str = "the weights",
                  missing: float | None = None,
-                 known: Callable[[FeatureLayout], Mapping[str, Sequence[float]]] | None = None) -> None:
+                 known: Callable[[FeatureLayout], Mapping[str, Sequence[float]]] | None = None,
+                 keep_first: bool = False) -> None:
     """Write the best hypothesis of every sentence of ``nbest`` to ``output`` (and, with ``nbest_out``, the
     whole list re-sorted by the new score, which goes into field 4), both atomically.
 
     ``weights`` must name features of the list only (``known`` may first pick them, given the list's
     layout); a feature without a weight gets ``missing``, or is an error. With ``num_sentences``, every
     sentence id below it gets a line, an empty one when the list has no hypotheses for it (as Moses
-    writes for a sentence it failed to translate).
+    writes for a sentence it failed to translate). With ``keep_first``, weights of 0 are meant (each sentence's
+    first hypothesis, the decoder's best) and not warned of.
     """
     nbest_name = display_name(nbest)
     first, entries = peek(read_nbest(nbest))
-    vector = np.zeros(0)
-    if first is not None:
-        chosen = known(first.layout) if known is not None else weights
-        vector = weight_vector(chosen, first.layout, source=weights_name, missing=missing)
-        if not vector.any():
-            logger.warning("%s: every weight of the features of %s is 0: each sentence keeps its first hypothesis",
-                           weights_name, nbest_name)
+    if first is None:  # as `rerank tune` refuses one: an empty list is a failed decoding run, not a translation
+        raise FormatError(nbest_name, None, "at least one hypothesis", got="an empty n-best list")
+    chosen = known(first.layout) if known is not None else weights
+    vector = weight_vector(chosen, first.layout, source=weights_name, missing=missing)
+    if not vector.any() and not keep_first:
+        logger.warning("%s: every weight of the features of %s is 0: each sentence keeps its first hypothesis",
+                       weights_name, nbest_name)
     sentences = all_sentences(group_by_sentence(entries), num_sentences=num_sentences, nbest_name=nbest_name,
                               source_name=source_name)
     empty = sparse = 0

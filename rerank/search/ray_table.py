@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from rerank.errors import FormatError, RerankError, counted
-from rerank.formats.files import atomic_output, decode_line, display_name, open_binary
+from rerank.errors import RerankError, counted
+from rerank.formats.files import atomic_output, decode_line, display_name, gzip_error, open_binary
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
 from rerank.formats.shards import starts_table_segment
 from rerank.formats.tokens import Pair
@@ -267,8 +267,7 @@ def _segments(path: str) -> Iterator[tuple[int, list[bytes], list[bytes]]]:
                 sources.append(source)
                 read += 1
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            raise RerankError(str(FormatError(display_name(path), read + 1, "a complete gzip stream",
-                                              got=f"{type(e).__name__}: {e}"))) from None
+            raise RerankError(str(gzip_error(display_name(path), read + 1, e))) from None
     if lines:
         yield read - len(lines) + 1, lines, sources
 

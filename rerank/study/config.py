@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rerank.config import at_least, from_dict, load_yaml
+from rerank.config import at_least, from_dict, load_config_data
 from rerank.tune.config import Optimizer
 from rerank.tune.registry import check_optimizer
 
@@ -125,5 +125,5 @@ class ExperimentConfig:
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:
-    data = load_yaml(path)
+    data = load_config_data(path)
     return from_dict(ExperimentConfig, data if data is not None else {}, str(path))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ import numpy as np
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_text
+from rerank.formats.tokenization import check_nbest_references, looks_tokenized, warn_style_mismatch
 
 if TYPE_CHECKING:
     from rerank.tune.oracle import ListOracle
@@ -115,17 +115,6 @@ def read_aligned(path: str | os.PathLike[str], anchor: str, expected: int) -> li
     return lines
 
 
-# The end of a tokenized line: a final punctuation mark split off from its word ("... chapeau orange .").
-_TOKENIZED_END = re.compile(r"\S \W$")
-
-
-def looks_tokenized(lines: Sequence[str]) -> bool:
-    """Whether most lines end in a punctuation mark set off by a space, as tokenized text does (sacreBLEU's
-    test, as a share of the lines rather than 100 of them, so that short files are judged too)."""
-    ends = sum(1 for line in lines if _TOKENIZED_END.search(line.rstrip()))
-    return bool(lines) and ends >= max(1, len(lines) // 2)
-
-
 def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, source: str | None = None,
              buckets: str = "10", tokenize: str | None = None, lowercase: bool = False) -> Evaluation:
     """Score every ``(name, path)`` system against the references, and by source length with a ``source``.
@@ -156,6 +145,8 @@ def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, s
                        "to keep the default without this warning", anchor)
     hypotheses += [read_aligned(path, anchor, count) for _, path in systems[1:]]
     refs = [read_aligned(path, anchor, count) for path in references]
+    for (_, path), hyps in zip(systems, hypotheses, strict=True):
+        warn_style_mismatch(hyps, refs[0], display_name(path), display_name(references[0]), logger)
     groups = length_buckets([len(line.split()) for line in read_aligned(source, anchor, count)], buckets) \
         if source is not None else []
     # tokenize "none" says the text is tokenized already: sacreBLEU's warning about that is noise
@@ -225,6 +216,7 @@ def list_oracles(nbests: Sequence[str], references: Sequence[str], tokenize: str
     from rerank.tune.stats import BleuStatistics
 
     texts = [read_text(path) for path in references]
+    check_nbest_references(nbests, texts[0], display_name(references[0]), logger)
     for path, lines in zip(references, texts, strict=True):
         if len(lines) != len(texts[0]):
             raise FormatError(display_name(path), None, f"{len(texts[0])} lines, as {display_name(references[0])} "

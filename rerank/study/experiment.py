@@ -39,7 +39,7 @@ from rerank.study.report import Report
 from rerank.study.route import run_route
 from rerank.study.row_tuning import moses_labels, oracles, tune_rows
 from rerank.study.rows import NEW_FEATURES, ROWS, Row, consensus_rows, extended_rows, forced_rows, size_rows
-from rerank.study.runner import StepRunner
+from rerank.study.runner import Clock, StepRunner
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +52,38 @@ class Experiment:
         self.source = source  # the config's file, for messages
         self.steps = StepRunner(config.output_dir, force)
         self.out = self.steps.out
+        self.clock = Clock()  # from the start of run()
 
     def run(self) -> Path:
         from rerank.models.device import torch_device, torch_threads
 
         torch_device(self.config.device)  # checked before the first step, as the inputs are
         check_experiment(self.config, self.source)
+        self.check_data()
+        self.clock = Clock()
         with torch_threads(self.config.threads):
-            return self._run()
+            report = self._run()
+        self.steps.write_timings(self.clock.total(self.steps.timings))
+        return report
+
+    def check_data(self) -> None:
+        """Before the first step: each split's reference has a line for each source line, its Moses n-best list
+        no sentence id beyond them; a warning where the list and the reference differ in tokenization."""
+        from rerank.errors import FormatError
+        from rerank.formats.files import count_lines, read_lines
+        from rerank.formats.tokenization import check_nbest_references
+        from rerank.rescore.append import check_sentence_ids
+
+        for name in SPLITS:
+            split = self.config.split(name)
+            sources, references = count_lines(split.source), count_lines(split.reference)
+            if references != sources:
+                raise FormatError(split.reference, None, f"{sources} lines, one for each line of {split.source} "
+                                  f"({name}.source)", got=f"{references} lines")
+            if split.nbest:
+                check_sentence_ids(split.nbest, split.source)
+                check_nbest_references([split.nbest], (line for _, line in read_lines(split.reference)),
+                                       split.reference, logger)
 
     def _run(self) -> Path:
         c, steps = self.config, self.steps
@@ -80,7 +104,7 @@ class Experiment:
                              oracles(c, steps, pools))
         if c.decoder_tuning and ini:
             report.route(run_route(c, steps, ini, models, score, features))
-        return report.write(steps.timings)
+        return report.write(steps.timings, self.clock.total(steps.timings))
 
     def moses_list(self, split: str) -> str:
         """Moses' n-best list of ``split``: the config's, or the one Moses decodes (``moses.nbest_size``)."""

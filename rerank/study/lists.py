@@ -15,13 +15,13 @@ from rerank.features.registry import build_features
 from rerank.formats.dictionaries import phrase_table_dictionary
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import read_nbest
-from rerank.models.config import default_label
-from rerank.rescore.append import RescoreConfig, score_nbest
+from rerank.models.config import default_label, read_model_config
+from rerank.rescore.append import RescoreConfig, check_sentence_ids, score_nbest
 from rerank.study.checks import unknown_word_list
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
 from rerank.study.runner import StepRunner, write_file
-from rerank.study.steps import cut_nbest_file, forced_union_file, merge_nbest_file
+from rerank.study.steps import cut_nbest_file, first_hypotheses_file, forced_union_file, merge_nbest_file
 
 if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
@@ -69,20 +69,25 @@ class Scoring:
         self._features: dict[Path, list[Feature]] = {}
 
     def __call__(self, nbest: str | Path, source: str, config: Path, output: Path, *, timing: str | None = None,
-                 quiet: bool = False) -> None:
-        self.steps.rerank(["score-nbest", nbest, "--source", source, "--config", config, "-o", output], [output],
-                          self._score, nbest, source, config, output, timing=timing, quiet=quiet)
+                 quiet: bool = False, reuse: tuple[Path, ...] = ()) -> None:
+        """Score ``nbest``; the hypotheses that the lists of ``reuse`` (scored with ``config``) have keep their
+        values."""
+        self.steps.rerank(["score-nbest", nbest, "--source", source, "--config", config,
+                           *(word for scored in reuse for word in ("--reuse", scored)), "-o", output], [output],
+                          self._score, nbest, source, config, output, reuse, timing=timing, quiet=quiet)
 
-    def _score(self, nbest: str | Path, source: str, config: Path, output: Path) -> None:
+    def _score(self, nbest: str | Path, source: str, config: Path, output: Path, reuse: tuple[Path, ...]) -> None:
+        check_sentence_ids(nbest, source)
         if config not in self._features:
             self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
         score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
-                    source=source)
+                    source=source, reuse=reuse)
 
 
 def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Split, models: dict[str, Path]) -> None:
     """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
-    n-best list, as ``rerank translate`` makes them."""
+    (or the ensemble's, ``union_with``) n-best list, as ``rerank translate`` makes them; a system with an n-best
+    list is decoded once, its 1-best being the list's first hypotheses (``rerank apply --weight LABEL=0``)."""
     from rerank.models.checkpoint import load_model
     from rerank.models.ensemble import ensemble
     from rerank.search.beam import LengthPenalty, SearchConfig
@@ -112,17 +117,25 @@ def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Spl
         translate_file(loaded, sentences, TranslationOutputs(output, nbest=nbest is not None), chosen,
                        label=default_label(loaded.config), dictionary=dictionary(model), device=c.device)
 
+    listed = ("rnnsearch", *(("ensemble",) if c.union_with == "ensemble" else ()))  # the n-best lists decoded
+    for model in listed:
+        nbest = steps.out / f"{name}.{model}.nbest.gz"
+        steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", nbest,
+                      *search, *unk, "--nbest", c.nbest], [nbest], run, model, nbest, c.nbest,
+                     timing=f"translate {name} {model} {c.nbest}-best")
     decoded: list[tuple[str, list[Any]]] = [("encdec", search), ("rnnsearch", [*search, *unk])]
     if c.ensemble_seeds:
         decoded.append(("ensemble", [*search, *unk]))
     for model, options in decoded:
         output = steps.out / f"{name}.{model}.1best"
+        if model in listed:  # the same search: its 1-best is the n-best list's first hypothesis
+            nbest = steps.out / f"{name}.{model}.nbest.gz"
+            label = default_label(read_model_config(models[members[model][0]]))
+            steps.rerank(["apply", nbest, "--weight", f"{label}=0", "--source", split.source, "-o", output],
+                         [output], first_hypotheses_file, nbest, label, split.source, output)
+            continue
         steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", output,
                       *options], [output], run, model, output, timing=f"translate {name} {model}")
-    for model in ("rnnsearch", *(("ensemble",) if c.union_with == "ensemble" else ())):
-        nbest = steps.out / f"{name}.{model}.nbest.gz"
-        steps.rerank(["translate", "--model", *(models[m] for m in members[model]), "-i", split.source, "-o", nbest,
-                      *search, *unk, "--nbest", c.nbest], [nbest], run, model, nbest, c.nbest)
 
 
 def union(config: ExperimentConfig, steps: StepRunner, score: Scoring, name: str, split: Split, moses_list: str,
@@ -144,7 +157,9 @@ def union(config: ExperimentConfig, steps: StepRunner, score: Scoring, name: str
                       split.source, "--moses", moses.decoder, "--threads", moses.threads, *filter_flag, "-o", merged],
                      [merged], forced_union_file, systems, ini, split.source, moses, merged,
                      timing=f"forced decoding {name}")
-    score(merged, split.source, features, merged.with_name(merged.name.replace(".gz", ".scored.gz")))
+    # Moses' hypotheses keep the values of Moses' scored list: only the other system's new ones are scored
+    score(merged, split.source, features, merged.with_name(merged.name.replace(".gz", ".scored.gz")),
+          timing=f"score-nbest {name} union", reuse=(steps.out / f"{name}.moses.scored.gz",))
 
 
 def cut_lists(config: ExperimentConfig, steps: StepRunner, score: Scoring, name: str, split: Split,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rerank.config import from_dict, load_yaml, with_overrides
+from rerank.config import from_dict, load_config_data, with_overrides
 from rerank.study.config import ExperimentConfig
 from rerank.study.rows import EXTRA_FEATURES
 from rerank.study.runner import StepRunner
@@ -42,7 +42,7 @@ def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]
         directory = models[name] = steps.out / "models" / name
         train: Callable[..., object] = train_model
         if name == "cslm":
-            data = load_yaml(path)
+            data = load_config_data(path)
             train_config: Any = from_dict(CSLMTrainConfig, data if data is not None else {}, path)
             train = train_cslm
         else:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from rerank.formats.files import committed_together
 from rerank.study.config import ExperimentConfig
-from rerank.study.runner import write_file
+from rerank.study.runner import Timing, write_file
 
 if TYPE_CHECKING:
     from rerank.study.rows import Row
@@ -214,7 +214,7 @@ class Report:
                                                     results.runs.items() if "+" not in system]
         self.data["decoder_tuning"] = route_summary(results)
 
-    def write(self, timings: dict[str, float]) -> Path:
+    def write(self, timings: dict[str, Timing], total: Timing) -> Path:
         """results.md and results.json, together; BLEU by source length of the tuned systems (and its PNG)."""
         from rerank.study.evaluation import evaluate, format_evaluation
         from rerank.study.plots import plot_bucket_bleu
@@ -228,11 +228,27 @@ class Report:
                   "## Models", "", *model_summary(self.models), "",
                   "## BLEU by source length (test)", "", "```", format_evaluation(by_length).rstrip(), "```", "",
                   "![BLEU by source length](bleu-by-length.png)", "",
-                  "## Timings", "", *(f"- {step}: {seconds:.0f} s" for step, seconds in timings.items()), ""]
+                  "## Timings", "", *timing_lines(timings, total), ""]
         path = self.out / "results.md"
         with committed_together():  # the table and its numbers appear together
             write_file(path, "\n".join(lines))
             write_file(self.out / "results.json", json.dumps(
-                {"signature": signature, **self.data, "timings": timings}, indent=2))
+                {"signature": signature, **self.data, "timings": {name: dataclasses.asdict(timing)
+                                                                  for name, timing in timings.items()},
+                 "total_time": dataclasses.asdict(total)}, indent=2))
         logger.info("wrote %s", path)
         return path
+
+
+def timing_lines(timings: dict[str, Timing], total: Timing) -> list[str]:
+    """The run's wall and CPU time and load, then each kind of step's (the first word of its name: translate,
+    score-nbest, tune, apply, ...), in the order they first ran; timings.json has every step."""
+    kinds: dict[str, list[Timing]] = {}
+    for name, timing in timings.items():
+        kinds.setdefault(name.split()[0], []).append(timing)
+    lines = [f"All: {total.wall_s:.0f} s by the wall clock, {total.cpu_s:.0f} s of CPU (user and system), load "
+             f"average {total.load:.1f} on {total.cores} cores; by step (timings.json has each):", ""]
+    lines += [f"- {kind}: {len(runs)} run{'s' * (len(runs) > 1)}, {sum(t.wall_s for t in runs):.0f} s wall, "
+              f"{sum(t.cpu_s for t in runs):.0f} s CPU" for kind, runs in kinds.items()]
+    return lines
+

@@ -78,7 +78,8 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
                     rescore_run(c, steps, score, features, out / system, seed, weights, route))
     if route.mert_moses:
         results.runs["mert-moses.pl"] = [mert_moses(c, steps, ini, out / "mert-moses", route)]
-    results.seconds = {key: value for key, value in steps.timings.items() if key.startswith(("tune ", "mert-moses"))}
+    results.seconds = {key: value.wall_s for key, value in steps.timings.items()
+                       if key.startswith(("tune ", "mert-moses"))}
     return results
 
 

@@ -39,6 +39,16 @@ def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) ->
                  known=lambda layout: known_weights(values, origins, layout.labels, str(scored)))
 
 
+def first_hypotheses_file(nbest: Path, label: str, source: str, output: Path) -> None:
+    """``rerank apply --weight LABEL=0``: each sentence's first hypothesis, the decoder's best (its 1-best
+    output, taken from its n-best list rather than from a second search)."""
+    from rerank.formats.files import count_lines
+    from rerank.rescore.rerank import rerank_nbest
+
+    rerank_nbest(nbest, {label: (0.0,)}, output, num_sentences=count_lines(source), source_name=source,
+                 weights_name="--weight", keep_first=True)
+
+
 def train_model(config: TrainConfig, device: str = "cpu") -> None:
     from rerank.training.trainer import Trainer
 

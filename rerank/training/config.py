@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints
 
-from rerank.config import at_least, below, from_dict, load_yaml
+from rerank.config import at_least, below, from_dict, load_config_data
 from rerank.models.config import CSLMConfig, ModelConfig, model_config_type
 
 
@@ -171,5 +171,5 @@ def read_train_config(data: Any, where: str) -> AnyTrainConfig:
 
 
 def load_train_config(path: str | os.PathLike[str]) -> TrainConfig:
-    data = load_yaml(path)
+    data = load_config_data(path)
     return from_dict(TrainConfig, data if data is not None else {}, str(path))

@@ -208,11 +208,12 @@ def test_apply_sentences_without_hypotheses(test_data: Path, tmp_path: Path,
 
 
 def test_apply_empty_nbest(test_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty list is a failed decoding run: an error, as for `rerank tune`, not a file of empty lines."""
     (tmp_path / "empty").write_text("")
     code, _, err = run(["apply", tmp_path / "empty", "--weights", test_data / "weights.yaml",
                         "--source", test_data / "toy.en", "-o", tmp_path / "1best"], capsys)
-    assert code == 0 and (tmp_path / "1best").read_text() == "\n\n\n"
-    assert "3 sentences have no hypotheses" in err
+    assert code == 2 and not (tmp_path / "1best").exists()
+    assert "empty: expected at least one hypothesis, got 'an empty n-best list'" in err
 
 
 def test_apply_sparse_features_are_reported(test_data: Path, capsys: pytest.CaptureFixture[str]) -> None:

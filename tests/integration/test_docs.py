@@ -81,7 +81,7 @@ def test_the_table_is_copied_from_the_results(tmp_path: Path, monkeypatch: pytes
 
 @pytest.fixture(scope="module")
 def fresh_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The experiment of scripts/example.sh, run afresh (about 5.5 minutes of CPU): its output directory."""
+    """The experiment of scripts/example.sh, run afresh (about 2.5 minutes of CPU): its output directory."""
     out = tmp_path_factory.mktemp("sample")
     experiment = yaml.safe_load((REPO / sample_table.CONFIG).read_text(encoding="utf-8"))
     experiment["output_dir"] = str(out)

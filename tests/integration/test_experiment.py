@@ -191,7 +191,7 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     assert "--seed 2" in commands and commands.count("rerank tune ") == len(ROWS) + len(rows)
     assert f"rerank train --config {configs['cslm']} --output-dir {run / 'models' / 'cslm'}" in commands
     ensemble_translate = [line for line in commands.splitlines()
-                          if line.startswith("rerank translate") and "dev.ensemble.1best" in line][0]
+                          if line.startswith("rerank translate") and "dev.ensemble.nbest.gz" in line][0]
     assert str(run / "models" / "rnnsearch-seed2") in ensemble_translate
     union_tuning = [line for line in commands.splitlines() if line.startswith("rerank tune ") and "InMoses" in line]
     assert union_tuning and all("InEnsemble" in line and "InRNNsearch" not in line for line in union_tuning)

@@ -1,0 +1,241 @@
+"""The mistakes that cost a user BLEU or time without failing: hypotheses and references tokenized differently
+(warned by evaluate, oracle, tune and the experiment), an empty n-best list given to apply, a list or a reference
+of another source (found before any model loads), library messages (a fake .gz), and a shipped config used from
+another directory."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rerank.cli import main
+from rerank.config import resolved_input
+from rerank.formats.tokenization import style_mismatch, text_style
+from rerank.models.checkpoint import WEIGHTS
+from rerank.study.config import check_inputs, load_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "examples" / "data"
+TEST_DATA = REPO / "tests" / "data"
+MISMATCH = "BLEU would compare different tokens"
+
+
+def run(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    status = main([str(a) for a in argv])
+    return status, capsys.readouterr().err
+
+
+def detokenized(line: str) -> str:
+    """Moses' tokenized French made plain, as detokenizer.perl and deescape-special-chars.perl would."""
+    line = line.replace("&apos; ", "'").replace("&apos;", "'").replace("&quot;", '"')
+    return re.sub(r" ([.,!?;:])(?= |$)", r"\1", line)
+
+
+def write_detokenized(source: Path, target: Path) -> Path:
+    target.write_text("".join(detokenized(line) + "\n" for line in source.read_text().splitlines()))
+    return target
+
+
+def lines(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+@pytest.mark.parametrize("hypotheses, references", [
+    (SAMPLE / "val.1best", SAMPLE / "val.fr"), (SAMPLE / "test.1best", SAMPLE / "test.fr"),
+    (TEST_DATA / "multi30k" / "test.1best", TEST_DATA / "multi30k" / "test.fr"),
+    (TEST_DATA / "toy.1best", TEST_DATA / "toy.fr")])
+def test_the_shipped_data_agree(hypotheses: Path, references: Path) -> None:
+    hyps, refs = text_style(lines(hypotheses)), text_style(lines(references))
+    assert style_mismatch(hyps, refs, "h", "r") is None
+    assert refs.tokenized in (True, None)
+
+
+def test_the_multi30k_files_agree(shared_data: Path) -> None:
+    files = sorted((shared_data / "multi30k" / "tok").glob("*.fr"))
+    if not files:
+        pytest.skip("no tokenized Multi30k in ../shared")
+    styles = [text_style(lines(path)) for path in files]
+    assert all(style.tokenized and style.escapes for style in styles)
+    assert all(style_mismatch(styles[0], style, "a", "b") is None for style in styles)
+
+
+def test_the_styles_are_told_apart() -> None:
+    tokenized = lines(SAMPLE / "val.fr")
+    plain = [detokenized(line) for line in tokenized]
+    assert text_style(tokenized).tokenized is True and text_style(plain).tokenized is False
+    assert MISMATCH in (style_mismatch(text_style(tokenized), text_style(plain), "h", "r") or "")
+    assert MISMATCH in (style_mismatch(text_style(plain), text_style(tokenized), "h", "r") or "")
+    unescaped = [line.replace("&apos;", "'") for line in tokenized]
+    assert "escapes quotes" in (style_mismatch(text_style(tokenized), text_style(unescaped), "h", "r") or "")
+    assert text_style(["a b c", "d e"]).tokenized is None  # no punctuation: no style, never a warning
+
+
+def test_evaluate_warns_of_detokenized_references(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = write_detokenized(SAMPLE / "test.fr", tmp_path / "test.detok.fr")
+    code, err = run(["evaluate", SAMPLE / "test.1best", "-r", plain, "--tokenize", "none"], capsys)
+    assert code == 0
+    assert re.search(r"test.1best looks tokenized .* but .*test.detok.fr looks detokenized: BLEU would compare "
+                     r"different tokens", err)
+    code, err = run(["evaluate", SAMPLE / "test.1best", "-r", SAMPLE / "test.fr", "--tokenize", "none"], capsys)
+    assert code == 0 and MISMATCH not in err and "warning" not in err.lower()
+
+
+def test_evaluate_warns_of_tokenized_references_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = write_detokenized(SAMPLE / "test.1best", tmp_path / "test.detok.1best")
+    code, err = run(["evaluate", plain, "-r", SAMPLE / "test.fr", "--tokenize", "13a"], capsys)
+    assert code == 0 and "test.detok.1best looks detokenized" in err and MISMATCH in err
+
+
+def test_oracle_and_tune_warn_on_their_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = write_detokenized(SAMPLE / "val.fr", tmp_path / "val.detok.fr")
+    nbest = TEST_DATA / "multi30k" / "val.100best.gz"
+    reference = tmp_path / "val20.detok.fr"
+    reference.write_text("".join(plain.read_text().splitlines(True)[:20]))
+    code, err = run(["oracle", nbest, "-r", reference], capsys)
+    assert code == 0 and "val.100best.gz looks tokenized" in err and MISMATCH in err
+    tuning = Path(shutil.copy(reference, tmp_path / "tuning.detok.fr"))  # a warning is said once in a process
+    code, err = run(["tune", "--nbest", nbest, "-r", tuning, "--restarts", "1", "-o", tmp_path / "w.yaml"], capsys)
+    assert code == 0 and "val.100best.gz looks tokenized" in err and MISMATCH in err
+    code, err = run(["oracle", nbest, "-r", TEST_DATA / "multi30k" / "val.fr"], capsys)
+    assert code == 0 and MISMATCH not in err
+
+
+def test_apply_refuses_an_empty_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty.nbest").write_text("")
+    code, err = run(["apply", tmp_path / "empty.nbest", "--weights", TEST_DATA / "weights.yaml", "-o",
+                     tmp_path / "1best"], capsys)
+    assert code == 2 and "empty.nbest: expected at least one hypothesis, got 'an empty n-best list'" in err
+    assert not (tmp_path / "1best").exists()
+
+
+def broken_model(tmp_path: Path) -> Path:
+    """RNNsearch's model directory with weights that cannot load: reading them is the first model work."""
+    model = tmp_path / "rnnsearch"
+    shutil.copytree(REPO / "examples" / "models" / "rnnsearch", model, ignore=shutil.ignore_patterns(WEIGHTS))
+    (model / WEIGHTS).write_bytes(b"PK\x03\x04 not a weights file")
+    return model
+
+
+def test_a_list_of_another_source_fails_before_any_model_loads(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "short.en"
+    source.write_text("".join((TEST_DATA / "toy.en").read_text().splitlines(True)[:2]))
+    code, err = run(["score-nbest", TEST_DATA / "toy.nbest", "--source", source, "--model", broken_model(tmp_path),
+                     "-o", tmp_path / "out.gz"], capsys)
+    assert code == 2
+    assert re.search(r"toy.nbest:7: expected a sentence id below 2, the number of lines of .*short.en, got '2'", err)
+    assert "weights file" not in err and not (tmp_path / "out.gz").exists()
+
+
+def sample_study(tmp_path: Path, **changes: object) -> Path:
+    config = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text())
+    config = {key: (str(REPO / value) if isinstance(value, str) and (REPO / value).exists() else value)
+              for key, value in config.items()}
+    for part in ("moses", "dev", "test"):
+        config[part] = {key: str(REPO / value) for key, value in config[part].items()}
+    config.update(output_dir=str(tmp_path / "run"), **changes)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_the_experiment_checks_its_data_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    short = tmp_path / "test.fr"
+    short.write_text("".join((SAMPLE / "test.fr").read_text().splitlines(True)[:249]))
+    test = {"source": str(SAMPLE / "test.en"), "reference": str(short), "nbest": str(SAMPLE / "test.100best.gz")}
+    code, err = run(["experiment", sample_study(tmp_path, test=test)], capsys)
+    assert code == 2 and re.search(r"test.fr: expected 250 lines, one for each line of .*test.en \(test.source\), "
+                                   r"got '249 lines'", err)
+    assert not (tmp_path / "run" / "commands.sh").exists()
+
+
+def test_a_fake_gz_is_named_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake = tmp_path / "refs.gz"
+    fake.write_text("un homme .\n")
+    code, err = run(["evaluate", TEST_DATA / "toy.1best", "-r", fake], capsys)
+    assert code == 2 and "refs.gz:1: expected gzip data, as the name ends in .gz, got 'not a gzip file'" in err
+    assert "Gzip" not in err
+
+
+def test_config_paths_are_found_beside_the_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    shutil.copy(TEST_DATA / "toy.fr", configs / "words.fr")
+    (configs / "rescore.yaml").write_text("features:\n  - kind: unk-penalty\n    corpus: words.fr\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, err = run(["score-nbest", TEST_DATA / "toy.nbest", "--config", "../configs/rescore.yaml", "-o", "out"],
+                    capsys)
+    assert code == 0, err
+    assert all(" UNK1= " in line for line in (elsewhere / "out").read_text().splitlines())
+
+
+def test_the_working_directory_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "a.txt").write_text("beside the config\n")
+    monkeypatch.chdir(tmp_path)
+    assert resolved_input("a.txt", "configs") == "configs/a.txt"
+    Path("a.txt").write_text("here\n")
+    assert resolved_input("a.txt", "configs") == "a.txt"
+    assert resolved_input("missing.txt", "configs") == "missing.txt"  # for its error to name as written
+    (tmp_path / "configs" / "a.txt").unlink()
+    (tmp_path / "configs" / "deep").mkdir()
+    Path("a.txt").rename(tmp_path / "data.txt")
+    monkeypatch.chdir(tmp_path / "configs")
+    assert resolved_input("data.txt", "deep") == str(tmp_path / "data.txt")  # the nearest directory above
+
+
+def test_a_shipped_config_runs_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = load_experiment(REPO / "configs" / "experiments" / "sample.yaml")
+    check_inputs(config)  # every file it names, found from the repository's root
+    assert config.dev.nbest == str(REPO / "examples" / "data" / "val.100best.gz")
+    assert config.output_dir == "runs/sample"  # what it writes stays relative to the working directory
+
+
+def test_score_nbest_reuses_the_values_of_a_scored_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hypothesis a scored list has takes its values from there (shown by one changed in that list); the
+    others are scored; with nothing changed, the output is the plain run's."""
+    nbest, flags = TEST_DATA / "toy.nbest", ["--word-penalty", "--unk-corpus", TEST_DATA / "toy.fr"]
+    assert run(["score-nbest", nbest, *flags, "-o", tmp_path / "plain"], capsys)[0] == 0
+    plain = (tmp_path / "plain").read_text().splitlines(True)
+    first = [line for line in plain if line.startswith("0 ")]
+    (tmp_path / "scored").write_text("".join([first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7"),
+                                              *first[1:]]))
+    assert "WP1= -99 UNK1= 7" in (tmp_path / "scored").read_text()
+    assert run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)[0] == 0
+    out = (tmp_path / "out").read_text().splitlines(True)
+    assert out[0] == first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7") and out[1:] == plain[1:]
+    (tmp_path / "wrong").write_text(first[0].replace("WP1= -11", "WP1= -11 -1"))
+    code, err = run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "wrong", "-o", tmp_path / "out2"], capsys)
+    assert code == 2 and "WP1 has 2 values, but the feature gives 1" in err
+
+
+def test_the_sample_page_gets_the_run_s_times(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sample_table", REPO / "examples" / "sample_table.py")
+    assert spec is not None and spec.loader is not None
+    sample_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample_table)
+    timings = tmp_path / "timings.json"
+    step = {"wall_s": 30.4, "cpu_s": 50.2, "load": 2.0, "cores": 2}
+    timings.write_text(json.dumps({"steps": {"translate dev encdec": step, "translate test encdec": step,
+                                             "tune tuning/a.yaml": step},
+                                   "total": {"wall_s": 125.0, "cpu_s": 170.0, "load": 2.54, "cores": 2}}))
+    page = f"# T\n\n## Time\n\n{sample_table.TIME_START}old\n{sample_table.TIME_END}\n"
+    text = sample_table.with_times(page, timings)
+    assert "took 170 s of CPU (user and system) and 2 min 5 s by the wall clock on a 2-core machine under a load " \
+           "average of 2.5" in text
+    assert "| translate | 2 | 61 | 100 |\n| tune | 1 | 30 | 50 |\n" + sample_table.TIME_END in text
+    assert "old" not in text and sample_table.with_times(page, tmp_path / "none.json") == page

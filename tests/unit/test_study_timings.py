@@ -1,0 +1,52 @@
+"""CPU time: timings.json of a study (every step that ran, named or not, with its wall and CPU time and the load),
+and torch's threads waiting asleep."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from rerank.cli import main
+from rerank.study.runner import Clock, Steps, cpu_seconds, write_file
+
+TOY = Path(__file__).resolve().parents[1] / "data"
+
+
+def busy(seconds: float) -> None:
+    """Work until this process has spent ``seconds`` of CPU time."""
+    start = cpu_seconds()
+    while cpu_seconds() - start < seconds:
+        sum(range(1000))
+
+
+def test_every_step_is_timed_with_cpu_and_load(tmp_path: Path) -> None:
+    steps = Steps(tmp_path / "run")
+    first, second = steps.out / "a.txt", steps.out / "sub" / "b.txt"
+    steps.rerank(["tune", "x"], [first], lambda: (busy(0.2), write_file(first, "a\n")), timing="the first")
+    steps.rerank(["apply", "y"], [second], lambda: write_file(second, "b\n"), quiet=True)
+    steps.program([sys.executable, "-c", "sum(range(3_000_000))"], [], stdout=steps.out / "c.txt")
+    clock = Clock()
+    steps.write_timings(clock.total(steps.timings))
+    data = json.loads((steps.out / "timings.json").read_text())
+    assert list(data["steps"]) == ["the first", "apply sub/b.txt", f"{Path(sys.executable).name} c.txt"]
+    timed = data["steps"]["the first"]
+    assert timed["cpu_s"] >= 0.2 and timed["wall_s"] > 0 and timed["cores"] >= 1 and timed["load"] >= 0
+    assert data["steps"][f"{Path(sys.executable).name} c.txt"]["cpu_s"] > 0  # a program's CPU time counts too
+    assert set(data["total"]) == {"wall_s", "cpu_s", "load", "cores"}
+    # a resumed study keeps the earlier steps' times
+    assert list(Steps(tmp_path / "run").timings) == list(data["steps"])
+
+
+def test_torch_threads_wait_asleep_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spinning OpenMP threads on a shared machine cost many times the CPU of the work: the CLI asks for passive
+    waiting before torch loads, and leaves a policy the user set alone."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert main(["-q", "evaluate", str(TOY / "toy.1best"), "-r", str(TOY / "toy.fr")]) == 0
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert main(["-q", "evaluate", str(TOY / "toy.1best"), "-r", str(TOY / "toy.fr")]) == 0
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
