@@ -67,19 +67,15 @@ class Experiment:
         return report
 
     def check_data(self) -> None:
-        """Before the first step: each split's reference has a line for each source line, its Moses n-best list
-        no sentence id beyond them; a warning where the list and the reference differ in tokenization."""
-        from rerank.errors import FormatError
-        from rerank.formats.files import count_lines, read_lines
+        """Before the first step (after :func:`~rerank.study.checks.check_experiment`, which counts the references'
+        lines): each split's Moses n-best list has no sentence id beyond its source; a warning where the list and
+        the reference differ in tokenization."""
+        from rerank.formats.files import read_lines
         from rerank.formats.tokenization import check_nbest_references
         from rerank.rescore.append import check_sentence_ids
 
         for name in SPLITS:
             split = self.config.split(name)
-            sources, references = count_lines(split.source), count_lines(split.reference)
-            if references != sources:
-                raise FormatError(split.reference, None, f"{sources} lines, one for each line of {split.source} "
-                                  f"({name}.source)", got=f"{references} lines")
             if split.nbest:
                 check_sentence_ids(split.nbest, split.source)
                 check_nbest_references([split.nbest], (line for _, line in read_lines(split.reference)),

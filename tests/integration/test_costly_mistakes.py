@@ -18,7 +18,8 @@ from rerank.cli import main
 from rerank.config import resolved_input
 from rerank.formats.tokenization import style_mismatch, text_style
 from rerank.models.checkpoint import WEIGHTS
-from rerank.study.config import check_inputs, load_experiment
+from rerank.study.checks import check_experiment
+from rerank.study.config import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "data"
@@ -152,8 +153,8 @@ def test_the_experiment_checks_its_data_first(tmp_path: Path, capsys: pytest.Cap
     short.write_text("".join((SAMPLE / "test.fr").read_text().splitlines(True)[:249]))
     test = {"source": str(SAMPLE / "test.en"), "reference": str(short), "nbest": str(SAMPLE / "test.100best.gz")}
     code, err = run(["experiment", sample_study(tmp_path, test=test)], capsys)
-    assert code == 2 and re.search(r"test.fr: expected 250 lines, one for each line of .*test.en \(test.source\), "
-                                   r"got '249 lines'", err)
+    assert code == 2 and re.search(r"study.yaml: test.reference: expected as many lines as test.source "
+                                   r"\(.*test.en: 250\), got 249 in .*test.fr", err)
     assert not (tmp_path / "run" / "commands.sh").exists()
 
 
@@ -198,7 +199,7 @@ def test_the_working_directory_comes_first(tmp_path: Path, monkeypatch: pytest.M
 def test_a_shipped_config_runs_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     config = load_experiment(REPO / "configs" / "experiments" / "sample.yaml")
-    check_inputs(config)  # every file it names, found from the repository's root
+    check_experiment(config)  # every file it names, found from the repository's root
     assert config.dev.nbest == str(REPO / "examples" / "data" / "val.100best.gz")
     assert config.output_dir == "runs/sample"  # what it writes stays relative to the working directory
 

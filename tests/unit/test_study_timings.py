@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rerank.cli import main
-from rerank.study.runner import Clock, Steps, cpu_seconds, write_file
+from rerank.study.runner import Clock, StepRunner, cpu_seconds, write_file
 
 TOY = Path(__file__).resolve().parents[1] / "data"
 
@@ -24,7 +24,7 @@ def busy(seconds: float) -> None:
 
 
 def test_every_step_is_timed_with_cpu_and_load(tmp_path: Path) -> None:
-    steps = Steps(tmp_path / "run")
+    steps = StepRunner(tmp_path / "run")
     first, second = steps.out / "a.txt", steps.out / "sub" / "b.txt"
     steps.rerank(["tune", "x"], [first], lambda: (busy(0.2), write_file(first, "a\n")), timing="the first")
     steps.rerank(["apply", "y"], [second], lambda: write_file(second, "b\n"), quiet=True)
@@ -38,7 +38,7 @@ def test_every_step_is_timed_with_cpu_and_load(tmp_path: Path) -> None:
     assert data["steps"][f"{Path(sys.executable).name} c.txt"]["cpu_s"] > 0  # a program's CPU time counts too
     assert set(data["total"]) == {"wall_s", "cpu_s", "load", "cores"}
     # a resumed study keeps the earlier steps' times
-    assert list(Steps(tmp_path / "run").timings) == list(data["steps"])
+    assert list(StepRunner(tmp_path / "run").timings) == list(data["steps"])
 
 
 def test_torch_threads_wait_asleep_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
