@@ -25,8 +25,8 @@ import torch
 from quick import parse_args
 
 from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
+from rerank.scoring.pairs import Scorer
 from rerank.search.beam import SearchConfig
-from rerank.search.scoring import Scorer
 from rerank.search.translate import translate
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "multi30k" / "tok"

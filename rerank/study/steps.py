@@ -76,8 +76,8 @@ def score_table_file(table: str, output: Path, model: Path, device: str, ini: Pa
                      weight: float) -> None:
     """``rerank score-table --moses-ini``: the table with the model's score appended, and its moses.ini."""
     from rerank.models.device import torch_device
-    from rerank.search.scoring import Scorer
-    from rerank.search.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.pairs import Scorer
+    from rerank.scoring.table import score_phrase_table, table_moses_ini
 
     with committed_together():
         first, entries = peek(read_phrase_table(table))

@@ -23,11 +23,13 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"base", "formats"},
     "training": {"base", "formats", "models"},
     "search": {"base", "formats", "models"},
+    "scoring": {"base", "formats", "models"},
     "rescore": {"base", "formats"},
     "tune": {"base", "formats"},
-    "features": {"base", "formats", "models", "search", "rescore"},
-    "study": {"base", "formats", "models", "training", "search", "rescore", "tune", "features"},
-    "commands": {"base", "formats", "models", "training", "search", "rescore", "tune", "features", "study"},
+    "features": {"base", "formats", "models", "scoring", "rescore"},
+    "study": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "features"},
+    "commands": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "features",
+                 "study"},
     "cli": {"base", "formats", "commands"},
 }
 ENTRY_POINTS = {"rerank.cli", "rerank.__main__"}

@@ -16,7 +16,7 @@ from rerank.errors import ConfigError, RerankError
 from rerank.features.registry import build_feature, build_features
 from rerank.formats.nbest import read_nbest
 from rerank.models.vocab import Vocabulary
-from rerank.search.scoring import Scorer
+from rerank.scoring.pairs import Scorer
 
 
 def model_dir(directory: Path, test_data: Path, architecture: str) -> Path:
