@@ -67,7 +67,7 @@ def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
 
 def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
     """``rerank oracle --json``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
-    from rerank.study.evaluation import list_oracles, write_oracle_json
+    from rerank.evaluation.metrics import list_oracles, write_oracle_json
 
     write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
 

@@ -26,10 +26,12 @@ ALLOWED: dict[str, set[str]] = {
     "scoring": {"base", "formats", "models"},
     "rescore": {"base", "formats"},
     "tune": {"base", "formats"},
+    "evaluation": {"base", "formats", "tune"},
     "features": {"base", "formats", "models", "scoring", "rescore"},
-    "study": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "features"},
-    "commands": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "features",
-                 "study"},
+    "study": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "evaluation",
+              "features"},
+    "commands": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "evaluation",
+                 "features", "study"},
     "cli": {"base", "formats", "commands"},
 }
 ENTRY_POINTS = {"rerank.cli", "rerank.__main__"}
