@@ -1,4 +1,4 @@
-"""The recipe table of docs/recipe.md: for each model directory, its training (updates, epochs, minutes,
+"""The recipe table of docs/results/recipe.md: for each model directory, its training (updates, epochs, minutes,
 from its checkpoint.pt), its parameters, its validation perplexity per Moses word and its BLEU alone.
 
 The perplexity is exp(−Σ ln p / Σ (words + 1)) of the reference translations, with ln p each sentence's

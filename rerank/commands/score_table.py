@@ -19,7 +19,7 @@ pairs scored together, and so the float32 values, are the same.
 
 With --ray the pairs are scored by a pool of Ray workers (pip install 'rerank-moses[ray]'), on this machine
 (--ray local) or on a running cluster (--ray ADDRESS; the table's path must be readable from every
-node), each loading the model once; the output is the same, byte for byte (see docs/scaling.md).
+node), each loading the model once; the output is the same, byte for byte (see docs/guide/scaling.md).
 """
 
 from __future__ import annotations
