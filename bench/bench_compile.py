@@ -32,8 +32,8 @@ sys.path.insert(0, str(REPO))
 import rerank.models.rnnsearch as rnnsearch  # noqa: E402
 from rerank.formats.phrase_table import read_phrase_table  # noqa: E402
 from rerank.models.checkpoint import load_model  # noqa: E402
+from rerank.scoring.pairs import Scorer  # noqa: E402
 from rerank.search.beam import SearchConfig  # noqa: E402
-from rerank.search.scoring import Scorer  # noqa: E402
 from rerank.search.translate import translate  # noqa: E402
 
 

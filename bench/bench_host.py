@@ -25,8 +25,8 @@ import torch
 
 from rerank.formats.files import GZIP_LEVEL
 from rerank.formats.phrase_table import read_phrase_table
-from rerank.search.scoring import PreparedWindow, Scorer, ScoringConfig
-from rerank.search.table import score_phrase_table
+from rerank.scoring.pairs import PreparedWindow, Scorer, ScoringConfig
+from rerank.scoring.table import score_phrase_table
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO.parent / "shared" / "data" / "moses-multi30k" / "model" / "phrase-table.gz"

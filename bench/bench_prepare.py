@@ -11,7 +11,7 @@ permutation of the 29,000 pairs) up to ``--pairs`` pairs. For each corpus, in a 
 
 With ``--paper-updates K`` it also times K updates of the paper-size RNNsearch (Bahdanau et al.: 620/1000,
 30,000-word vocabularies, batches of 80) on the Multi30k batches, and counts the FLOPs of the matrix
-multiplies of one more update per target token, for the projection in docs/scaling.md.
+multiplies of one more update per target token, for the projection in docs/guide/scaling.md.
 
     python bench/bench_prepare.py
     python bench/bench_prepare.py --pairs 3000000 --updates 300 --paper-updates 5 --work /tmp/bench-prepare

@@ -34,9 +34,9 @@ from quick import parse_args
 
 from rerank.formats.files import GZIP_LEVEL
 from rerank.formats.phrase_table import read_phrase_table
-from rerank.search.ray_table import RayCluster, RayRun, import_ray, read_windows, score_phrase_table_ray
-from rerank.search.scoring import Scorer, ScoringConfig
-from rerank.search.table import score_phrase_table
+from rerank.scoring.pairs import Scorer, ScoringConfig
+from rerank.scoring.ray_table import RayCluster, RayRun, import_ray, read_windows, score_phrase_table_ray
+from rerank.scoring.table import score_phrase_table
 
 REPO = Path(__file__).resolve().parents[1]
 TABLE = REPO.parent / "shared" / "data" / "moses-multi30k" / "model" / "phrase-table.gz"

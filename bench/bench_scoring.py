@@ -5,7 +5,7 @@ For each small config (``configs/encdec-small.yaml``, ``configs/rnnsearch-small.
 model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
 training data (throughput does not depend on the weights), it prints:
 
-* phrase pairs/s of :class:`rerank.search.scoring.Scorer` on the first ``--pairs`` lines of the real phrase table;
+* phrase pairs/s of :class:`rerank.scoring.pairs.Scorer` on the first ``--pairs`` lines of the real phrase table;
 * n-best hypotheses/s on the whole test_2016_flickr 100-best list (64,736 hypotheses, 1,000 sources);
   each by the fast path (each distinct target prefix of a source decoded once, the output layer at real
   positions, block by block) and by the reference path (:func:`rerank.models.seq2seq.reference_path`,
@@ -93,7 +93,7 @@ from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model, save_model
 from rerank.models.seq2seq import Seq2Seq, reference_path
 from rerank.models.vocab import EOS_ID, Vocabulary
-from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig, source_tries
+from rerank.scoring.pairs import PrefixTrie, Scorer, ScoringConfig, source_tries
 from rerank.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]

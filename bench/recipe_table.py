@@ -1,4 +1,4 @@
-"""The recipe table of docs/recipe.md: for each model directory, its training (updates, epochs, minutes,
+"""The recipe table of docs/results/recipe.md: for each model directory, its training (updates, epochs, minutes,
 from its checkpoint.pt), its parameters, its validation perplexity per Moses word and its BLEU alone.
 
 The perplexity is exp(−Σ ln p / Σ (words + 1)) of the reference translations, with ln p each sentence's
@@ -25,8 +25,8 @@ import torch
 from quick import parse_args
 
 from rerank.models.checkpoint import CHECKPOINT, load_model, load_state
+from rerank.scoring.pairs import Scorer
 from rerank.search.beam import SearchConfig
-from rerank.search.scoring import Scorer
 from rerank.search.translate import translate
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "multi30k" / "tok"

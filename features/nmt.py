@@ -31,7 +31,7 @@ class NeuralTranslationModel:
 
     The label is ``RNN0`` for an encoder-decoder, ``RNNsearch0`` for RNNsearch, ``R2L0`` for a
     right-to-left model and ``Chan0`` for a channel model, unless ``name`` says otherwise. Unset
-    sizes keep the defaults of :class:`rerank.search.scoring.ScoringConfig`.
+    sizes keep the defaults of :class:`rerank.scoring.pairs.ScoringConfig`.
     """
 
     @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class NeuralTranslationModel:
 
     def __init__(self, config: Config):
         from rerank.models.device import torch_device
-        from rerank.search.scoring import Scorer, ScoringConfig
+        from rerank.scoring.pairs import Scorer, ScoringConfig
 
         try:
             scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window", "precision")

@@ -31,7 +31,7 @@ from rerank.models.checkpoint import (
     load_state,
     save_state,
 )
-from rerank.search.scoring import Scorer
+from rerank.scoring.pairs import Scorer
 
 
 def ship(run: Path, out: Path) -> None:

@@ -34,7 +34,7 @@ MERT_DATA = f"{REGRESSION}/tests/mert.extractor-txt/data"
 BINARIZE = f"{REGRESSION}/tests/misc.binarize-compress-pt"
 REORDERING = f"{REGRESSION}/models/lexicalized-reordering"
 SENTENCES = 20  # of Multi30k val and test_2016_flickr
-# the sentences tests/unit/test_features.py scores with the regression language models, whose slices keep
+# the sentences tests/unit/features/test_features.py scores with the regression language models, whose slices keep
 # the n-grams of these words
 LM_SENTENCES = ["the european parliament", "resumption of the session", "mr president , this is a zzzunknown word",
                 "", "&quot; quoted &quot;"]

@@ -52,13 +52,13 @@ def sentence_from(text: str | None, path: str | None, line: int | None, flag: st
 
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
+    from rerank.evaluation.plots import draw_attention, image_format
     from rerank.formats.nbest import format_value
     from rerank.models.checkpoint import load_model
     from rerank.models.device import torch_device
     from rerank.models.vocab import EOS
     from rerank.search.alignment import attention_weights
     from rerank.search.beam import SearchConfig
-    from rerank.study.plots import draw_attention, image_format
 
     image_format(args.output)
     if args.line is not None and args.source_file is None and args.target_file is None:

@@ -19,7 +19,7 @@ import sys
 
 def bucket_scheme(text: str) -> str:
     """An argparse type for --buckets."""
-    from rerank.study.evaluation import check_bucket_scheme
+    from rerank.evaluation.metrics import check_bucket_scheme
 
     try:
         return check_bucket_scheme(text)
@@ -58,9 +58,9 @@ def parse_system(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
+    from rerank.evaluation.metrics import evaluate, format_evaluation, write_json
+    from rerank.evaluation.plots import plot_bucket_bleu
     from rerank.formats.files import committed_together
-    from rerank.study.evaluation import evaluate, format_evaluation, write_json
-    from rerank.study.plots import plot_bucket_bleu
 
     systems = [parse_system(text) for text in args.systems]
     names = [name for name, _ in systems]

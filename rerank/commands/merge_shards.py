@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if shards[0].command != "score-table":
             raise RerankError(f"--moses-ini is for the shards of score-table, not of {shards[0].command}")
         from rerank.formats.phrase_table import read_phrase_table
-        from rerank.search.table import table_moses_ini
+        from rerank.scoring.table import table_moses_ini
 
         num_scores = None  # of the table that was scored: one less than its shards have
         for shard in shards:

@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rerank.evaluation.metrics import list_oracles, write_oracle_json
     from rerank.formats.files import atomic_output, display_name
-    from rerank.study.evaluation import list_oracles, write_oracle_json
 
     results, signature = list_oracles(args.nbest, args.references, args.tokenize)
     print(f"{'n-best list':40s} {'hyps/sent':>9s} {'first':>7s} {'oracle':>7s}")

@@ -19,7 +19,7 @@ pairs scored together, and so the float32 values, are the same.
 
 With --ray the pairs are scored by a pool of Ray workers (pip install 'rerank-moses[ray]'), on this machine
 (--ray local) or on a running cluster (--ray ADDRESS; the table's path must be readable from every
-node), each loading the model once; the output is the same, byte for byte (see docs/scaling.md).
+node), each loading the model once; the output is the same, byte for byte (see docs/guide/scaling.md).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rerank.commands.arguments import StoreOnce, add_shard_argument, finite_floa
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 if TYPE_CHECKING:
-    from rerank.search.ray_table import RayCluster
+    from rerank.scoring.ray_table import RayCluster
 
 logger = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.shards import open_shard, table_segments, write_manifests
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
-    from rerank.search.scoring import Scorer, ScoringConfig
-    from rerank.search.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.pairs import Scorer, ScoringConfig
+    from rerank.scoring.table import score_phrase_table, table_moses_ini
 
     if (args.moses_ini is None) != (args.moses_ini_out is None):
         raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
                                                        "precision": args.precision})
             if cluster is not None and num_scores is not None:
-                from rerank.search.ray_table import score_phrase_table_ray
+                from rerank.scoring.ray_table import score_phrase_table_ray
 
                 score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster,
                                        num_scores=num_scores, scoring=scoring, encoding=args.encoding,
@@ -156,7 +156,7 @@ def ray_cluster(args: argparse.Namespace) -> RayCluster | None:
     """The Ray workers that --ray and its options ask for (None without --ray), checked."""
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO
-    from rerank.search.ray_table import RayCluster
+    from rerank.scoring.ray_table import RayCluster
 
     options = [name for name in ("ray_workers", "ray_worker_cpus", "ray_worker_gpus") if getattr(args, name)]
     if args.ray is None:

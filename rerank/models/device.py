@@ -17,7 +17,7 @@ Work = Literal["training", "scoring", "search"]  # the loss and its gradients; f
 PATH_VARIABLE = "RERANK_PATH"  # fast or reference: every kind of work takes that path, on any device
 
 # The path that measured faster, by device type and work, and for one architecture where it differs (see
-# docs/speed.md, "The path per device"). CPU: bench/bench_train.py, bench_scoring.py and bench_translate.py on
+# docs/results/speed.md, "The path per device"). CPU: bench/bench_train.py, bench_scoring.py and bench_translate.py on
 # 2 cores, the fast path 1.3-3.1x faster throughout. CUDA: the same benchmarks by bench/gpu.sh on one H200
 # (fast / reference): scoring tables 0.45-0.50x, n-best lists 0.29-0.80x, beam 10 0.74x, training encdec-small
 # 0.85x, rnnsearch-small 1.20x. A device type not listed takes the reference path (written for any device).

@@ -440,7 +440,7 @@ def node_log_probs(features: Tensor, layer: nn.Linear, nodes: np.ndarray, ids: n
     """ln softmax(layer(features[nodes[e]]))[ids[e]] (E,) for every entry e; ``nodes`` (E,) sorted.
 
     Every row of ``features`` (N, U) is normalised once, ``rows`` rows at a time, however many
-    entries read it: the prefixes shared by several targets (:mod:`rerank.search.scoring`). No gradient.
+    entries read it: the prefixes shared by several targets (:mod:`rerank.scoring.pairs`). No gradient.
     With ``int8``, the logits come from the layer's int8 copy.
     """
     if int8 is not None:

@@ -2,12 +2,10 @@
 
 ``checks``: everything an experiment config names, checked before its first step.
 ``config``: the study's config.
-``evaluation``: BLEU and chrF (sacrebleu), BLEU by source length, and oracle BLEU.
 ``experiment``: the study from start to end.
 ``lists``: the candidate pools the rescoring rows rerank.
 ``models``: the study's models, trained or given.
 ``moses``: Moses in the study: its moses.ini, a model's phrase-table column, decoding.
-``plots``: figures: BLEU by source length and attention heatmaps.
 ``report``: the report, ``results.md`` and ``results.json``.
 ``route``: the phrase-table route: Moses re-tuned with a model's column.
 ``row_tuning``: each rescoring row tuned on dev, applied to dev and test, and scored.

@@ -14,11 +14,11 @@ from typing import Any
 
 from rerank.config import load_yaml
 from rerank.errors import RerankError
+from rerank.evaluation.metrics import check_bucket_scheme
 from rerank.formats.files import count_lines
 from rerank.formats.moses_ini import MosesIni
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
 from rerank.study.config import ExperimentConfig
-from rerank.study.evaluation import check_bucket_scheme
 
 WEIGHTS = "model.pt"  # a model directory's weights (rerank.models.checkpoint, which imports torch)
 SUBWORD_MODEL = "subwords.trg.model"  # a subword model's target pieces (rerank.models.subwords)

@@ -40,7 +40,7 @@ class Score:
 
 def bleu(config: ExperimentConfig, path: Path, split: str) -> float:
     """Corpus BLEU of a 1-best file against the split's reference, with the study's tokenizer."""
-    from rerank.study.evaluation import evaluate
+    from rerank.evaluation.metrics import evaluate
 
     reference = config.split(split).reference
     return evaluate([(path.name, str(path))], [reference], tokenize=config.tokenize).systems[0].bleu
@@ -216,8 +216,8 @@ class Report:
 
     def write(self, timings: dict[str, Timing], total: Timing) -> Path:
         """results.md and results.json, together; BLEU by source length of the tuned systems (and its PNG)."""
-        from rerank.study.evaluation import evaluate, format_evaluation
-        from rerank.study.plots import plot_bucket_bleu
+        from rerank.evaluation.metrics import evaluate, format_evaluation
+        from rerank.evaluation.plots import plot_bucket_bleu
 
         c = self.config
         by_length = evaluate(self.tuned_systems, [c.test.reference], source=c.test.source, buckets=c.buckets,

@@ -77,7 +77,7 @@ def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
 
 def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
     """``rerank oracle --json``: the list's BLEU with its first hypotheses and with the oracle's, as JSON."""
-    from rerank.study.evaluation import list_oracles, write_oracle_json
+    from rerank.evaluation.metrics import list_oracles, write_oracle_json
 
     write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
 
@@ -86,8 +86,8 @@ def score_table_file(table: str, output: Path, model: Path, device: str, ini: Pa
                      weight: float) -> None:
     """``rerank score-table --moses-ini``: the table with the model's score appended, and its moses.ini."""
     from rerank.models.device import torch_device
-    from rerank.search.scoring import Scorer
-    from rerank.search.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.pairs import Scorer
+    from rerank.scoring.table import score_phrase_table, table_moses_ini
 
     with committed_together():
         first, entries = peek(read_phrase_table(table))

@@ -45,7 +45,7 @@ class TrainingConfig:
     batch_size: int = 80  # sentence pairs per update (under torchrun: over all processes together)
     # batches of as many length-sorted pairs as fit in this many padded tokens (pairs × the longest of their sources
     # and targets, </s> included: fairseq's max_tokens) instead of batch_size pairs, which then sizes only the sort
-    # window (bucket_window × batch_size pairs); the learning rate is not scaled (docs/speed.md)
+    # window (bucket_window × batch_size pairs); the learning rate is not scaled (docs/results/speed.md)
     batch_tokens: int | None = None  # padded tokens per batch (unset: batch_size pairs on CPU, 8192 on GPU; 0: pairs)
     bucket_window: int = 20  # sort by length within this many batches
     pool_pairs: int = 250_000  # pairs shuffled together (blocks of batch_size x bucket_window pairs drawn at random)

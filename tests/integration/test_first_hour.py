@@ -95,12 +95,12 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_neural_feature_without_source_and_duplicate_labels_fail_before_any_model_loads(
         model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import rerank.search.scoring
+    import rerank.scoring.pairs
 
     def no_loading(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model was loaded")
 
-    monkeypatch.setattr(rerank.search.scoring.Scorer, "load", no_loading)
+    monkeypatch.setattr(rerank.scoring.pairs.Scorer, "load", no_loading)
     config = tmp_path / "rescore.yaml"
     config.write_text(yaml.safe_dump({"features": [{"kind": "nmt", "model": str(model_dir)}]}))
     status, err = run(["score-nbest", TEST_DATA / "toy.nbest", "--config", config, "-o", tmp_path / "out"], capsys)

@@ -37,8 +37,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
-# The pages that guide a use: each starts with a block that runs (docs/index.md promises it).
-GUIDES = sorted([*(REPO / "docs" / "guide").glob("*.md"), REPO / "docs" / "scaling.md"])
+# The pages that guide a use: each starts with a block that runs (docs/index.md promises it). The guide
+# folder's pages on Moses tuning and training data describe runs on ../shared or the reader's own corpus.
+GUIDES = sorted(page for page in (REPO / "docs" / "guide").glob("*.md")
+                if page.name not in {"moses-tuning.md", "training-data.md"})
 
 FENCE = re.compile(r"^```(\w*)")
 MARKER = re.compile(r"^<!--\s*(runs(?::\s*(?P<how>.*?))?|not run:\s*(?P<why>.+?))\s*-->\s*$")

@@ -23,11 +23,15 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"base", "formats"},
     "training": {"base", "formats", "models"},
     "search": {"base", "formats", "models"},
+    "scoring": {"base", "formats", "models"},
     "rescore": {"base", "formats"},
     "tune": {"base", "formats"},
-    "features": {"base", "formats", "models", "search", "rescore"},
-    "study": {"base", "formats", "models", "training", "search", "rescore", "tune", "features"},
-    "commands": {"base", "formats", "models", "training", "search", "rescore", "tune", "features", "study"},
+    "evaluation": {"base", "formats", "tune"},
+    "features": {"base", "formats", "models", "scoring", "rescore"},
+    "study": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "evaluation",
+              "features"},
+    "commands": {"base", "formats", "models", "training", "search", "scoring", "rescore", "tune", "evaluation",
+                 "features", "study"},
     "cli": {"base", "formats", "commands"},
 }
 ENTRY_POINTS = {"rerank.cli", "rerank.__main__"}

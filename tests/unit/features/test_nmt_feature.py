@@ -16,7 +16,7 @@ from rerank.errors import ConfigError, RerankError
 from rerank.features.registry import build_feature, build_features
 from rerank.formats.nbest import read_nbest
 from rerank.models.vocab import Vocabulary
-from rerank.search.scoring import Scorer
+from rerank.scoring.pairs import Scorer
 
 
 def model_dir(directory: Path, test_data: Path, architecture: str) -> Path:
@@ -54,7 +54,8 @@ def test_precision_int8_scores_near_fp32(models: dict[str, Path]) -> None:
     fp32 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"])}).score(pairs)
     int8 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"]), "precision": "int8"}).score(pairs)
     assert not np.array_equal(int8, fp32)
-    np.testing.assert_allclose(int8, fp32, rtol=0, atol=0.1 * 4)  # 0.1 nats per token (see tests/unit/test_int8.py)
+    # 0.1 nats per token (see tests/unit/models/test_int8.py)
+    np.testing.assert_allclose(int8, fp32, rtol=0, atol=0.1 * 4)
 
 
 def test_config_errors(models: dict[str, Path], tmp_path: Path) -> None:

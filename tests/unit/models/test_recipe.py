@@ -37,7 +37,7 @@ SOURCES = [[5, 6, 7, 8, 9, EOS_ID], [12, EOS_ID], [13, 14, 15, 16, 17, 18, 19, E
 TARGETS = [[4, 5, 6, EOS_ID], [7, 8, 9, 10, 11, EOS_ID], [16, EOS_ID]]
 RECIPE = dataclasses.replace(tiny_config(), maxout_size=12, layer_norm=True, transition_depth=2, word_dropout=0.2,
                              embedding_dropout=0.1, hidden_dropout=0.3, tie_target_embeddings=True)
-TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_DATA = Path(__file__).resolve().parents[2] / "data"
 TOY = {"source": str(TEST_DATA / "toy.en"), "target": str(TEST_DATA / "toy.fr")}
 
 

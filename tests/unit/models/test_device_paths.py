@@ -22,8 +22,8 @@ from rerank.models.device import FASTER_PATH, PATH_VARIABLE, faster_path
 from rerank.models.encdec import EncoderDecoder
 from rerank.models.seq2seq import reference_path, shift_right
 from rerank.models.vocab import Vocabulary
+from rerank.scoring.pairs import Scorer
 from rerank.search.beam import SearchConfig, beam_search
-from rerank.search.scoring import Scorer
 from rerank.training.prepare import PrepareSettings, prepare_parallel
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 from rerank.training.trainer import BatchLoader

@@ -19,8 +19,8 @@ from rerank.models.architectures import build_model
 from rerank.models.checkpoint import WEIGHTS, load_model, load_state
 from rerank.models.ensemble import Ensemble, ensemble
 from rerank.models.vocab import Vocabulary
+from rerank.scoring.pairs import Scorer
 from rerank.search.beam import SearchConfig
-from rerank.search.scoring import Scorer
 from rerank.search.translate import translate
 
 WORDS = "a b c d e f g h".split()

@@ -17,8 +17,8 @@ from rerank.models.encoder import RecurrentEncoder
 from rerank.models.layers import Int8Matrices
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import BOS_ID, EOS_ID, Vocabulary
+from rerank.scoring.pairs import Scorer, ScoringConfig
 from rerank.search.beam import SearchConfig, beam_search
-from rerank.search.scoring import Scorer, ScoringConfig
 
 # int8 weights (per output row) and 7-bit activations (per call) move ln p by a few hundredths of a nat
 # per token on these 16-unit models, up to 0.08 on a token; the tolerance: 0.1 nats per predicted token,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU, CHRF
 
-from rerank.study.evaluation import check_bucket_scheme, evaluate, format_evaluation, length_buckets
+from rerank.evaluation.metrics import check_bucket_scheme, evaluate, format_evaluation, length_buckets
 
 
 @pytest.mark.parametrize("lengths, scheme, expected", [

@@ -30,7 +30,7 @@ from rerank.training.prepare import (
 )
 from rerank.training.prepared import EpochPlan, PreparedCorpus
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from rerank.models.batching import pad, to_ids, token_batches
 from rerank.models.device import torch_device
 from rerank.models.seq2seq import DecoderState, Seq2Seq
 from rerank.models.vocab import Vocabulary
-from rerank.search.scoring import Scorer, ScoringConfig
+from rerank.scoring.pairs import Scorer, ScoringConfig
 
 SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabulary of 30
 TRG_WORDS = [f"t{i}" for i in range(21)]  # a target vocabulary of 25

@@ -1,11 +1,11 @@
-"""Scoring a phrase table on a Ray cluster: the same output as :func:`~rerank.search.table.score_phrase_table`,
+"""Scoring a phrase table on a Ray cluster: the same output as :func:`~rerank.scoring.table.score_phrase_table`,
 byte for byte, from many workers.
 
 One Ray Data pipeline: a read task streams the table (plain or gzip) in groups of ``window`` lines,
 in order, one group a row; an actor pool of scoring workers, each loading the model once (a
 callable class), appends the score to the lines of each group it is given; the driver takes the
 groups back in table order (``preserve_order``) and writes them through the same atomic writer.
-A group is a window of the single-process run: :meth:`~rerank.search.scoring.Scorer.windows` cuts
+A group is a window of the single-process run: :meth:`~rerank.scoring.pairs.Scorer.windows` cuts
 the stream after every ``window``-th pair, so the workers score exactly the windows one process
 scores, with the same batches, and the same function formats the value. The workers check the
 lines (field count, numbers, encoding) as the single-process reader does, with the file's line
@@ -40,8 +40,8 @@ from rerank.formats.tokens import Pair
 from rerank.models.checkpoint import load_model
 from rerank.models.device import torch_device
 from rerank.progress import progress_bar, summary
-from rerank.search.scoring import Scorer, ScoringConfig, windows
-from rerank.search.table import ScoreAppender
+from rerank.scoring.pairs import Scorer, ScoringConfig, windows
+from rerank.scoring.table import ScoreAppender
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLi
                            scoring: ScoringConfig | None = None, encoding: str = "utf-8",
                            show_progress: bool = True) -> RayRun:
     """Write ``table`` to ``output`` (atomically) with exp(ln p(target | source)) under ``model`` appended to
-    each line, as :func:`~rerank.search.table.score_phrase_table` does, scored on ``cluster``; every line
+    each line, as :func:`~rerank.scoring.table.score_phrase_table` does, scored on ``cluster``; every line
     must have ``num_scores`` scores (the first line's). Returns what the run did."""
     ray = import_ray()
     scoring = scoring or ScoringConfig()
@@ -210,7 +210,7 @@ def user_error(error: BaseException) -> RerankError | None:
 def read_windows(batch: dict[str, np.ndarray], scoring: ScoringConfig,
                  encoding: str) -> Iterator[dict[str, np.ndarray]]:
     """The table ``batch["path"][0]`` as rows of the lines that one process scores together (a window of a
-    segment of the table, see :class:`~rerank.search.table.ScoreAppender`): their raw bytes and the first
+    segment of the table, see :class:`~rerank.scoring.table.ScoreAppender`): their raw bytes and the first
     one's line number."""
     path = str(batch["path"][0])
     for first, lines, sources in _segments(path):
@@ -224,7 +224,7 @@ def read_windows(batch: dict[str, np.ndarray], scoring: ScoringConfig,
 
 
 def _pairs(sources: list[bytes], encoding: str) -> Iterator[Pair]:
-    """What :func:`~rerank.search.scoring.windows` looks at of each line: its source words (a bad byte is
+    """What :func:`~rerank.scoring.pairs.windows` looks at of each line: its source words (a bad byte is
     the scoring worker's to report)."""
     previous: bytes | None = None
     words: tuple[str, ...] = ()

@@ -31,7 +31,7 @@ from rerank.training.trainer import Trainer
 
 pytest.importorskip("sentencepiece", reason="sentencepiece is not installed (pip install -e . installs it)")
 
-TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_DATA = Path(__file__).resolve().parents[2] / "data"
 KINDS = ["bpe", "unigram"]
 
 

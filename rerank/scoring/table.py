@@ -30,7 +30,7 @@ from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.shards import WHITESPACE, starts_table_segment
 from rerank.progress import progress_bar, summary
-from rerank.search.scoring import PreparedWindow, Scorer, windows
+from rerank.scoring.pairs import PreparedWindow, Scorer, windows
 
 logger = logging.getLogger(__name__)
 

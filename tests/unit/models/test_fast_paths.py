@@ -21,8 +21,8 @@ from rerank.models.config import ModelConfig
 from rerank.models.layers import dropout_rows, gold_log_probs, node_log_probs
 from rerank.models.seq2seq import Seq2Seq, reference_path, shift_right
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
+from rerank.scoring.pairs import PrefixTrie, Scorer, ScoringConfig, source_tries
 from rerank.search.beam import LengthPenalty, SearchConfig, beam_search
-from rerank.search.scoring import PrefixTrie, Scorer, ScoringConfig, source_tries
 
 TOLERANCE = 1e-10  # float64 models: the two paths agree to rounding (the aim is 1e-5 in ln p)
 SOURCES = [[5, 6, 7, 8, 9, 10, 11, EOS_ID], [12, EOS_ID], [EOS_ID], [13, 14, 15, 16, EOS_ID],

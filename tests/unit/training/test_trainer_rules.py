@@ -21,7 +21,7 @@ from rerank.models.checkpoint import WEIGHTS, load_state
 from rerank.training.config import TrainConfig
 from rerank.training.trainer import Trainer
 
-TEST_DATA = Path(__file__).resolve().parents[1] / "data"
+TEST_DATA = Path(__file__).resolve().parents[2] / "data"
 TOY = {"source": str(TEST_DATA / "toy.en"), "target": str(TEST_DATA / "toy.fr")}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rerank.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "examples" / "data" / "val.100best.gz"
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from rerank.errors import RerankError
+from rerank.evaluation.metrics import Evaluation
 from rerank.formats.files import atomic_binary_output
-from rerank.study.evaluation import Evaluation
 
 INCHES_PER_WORD = 0.32
 

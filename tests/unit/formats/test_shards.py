@@ -148,8 +148,8 @@ def test_small_and_odd_files(tmp_path: Path, compressed: bool, lines: list[str])
 
 def test_a_table_segment_is_what_the_scorer_windows_restart_at(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    """score-table's windows (rerank.search.table) and its shards cut the table at the same lines."""
-    from rerank.search.table import _Segments
+    """score-table's windows (rerank.scoring.table) and its shards cut the table at the same lines."""
+    from rerank.scoring.table import _Segments
 
     monkeypatch.setattr(shards, "TABLE_SEGMENT", 3)
     path = write(tmp_path / "table", table_lines(5), compressed=False)
