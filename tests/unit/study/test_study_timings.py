@@ -13,7 +13,7 @@ import pytest
 from rerank.cli import main
 from rerank.study.runner import Clock, StepRunner, cpu_seconds, write_file
 
-TOY = Path(__file__).resolve().parents[1] / "data"
+TOY = Path(__file__).resolve().parents[2] / "data"
 
 
 def busy(seconds: float) -> None:
