@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from quick import parse_args
 
 from rerank.formats.files import GZIP_LEVEL
 from rerank.formats.phrase_table import read_phrase_table
@@ -64,7 +65,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--switch-interval", type=float, help="sys.setswitchinterval, seconds (default Python's)")
-    args = parser.parse_args()
+    args = parse_args(parser, {"lines": 2_000, "repeats": 1})
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
     torch.set_num_threads(args.threads)

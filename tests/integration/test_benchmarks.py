@@ -52,6 +52,7 @@ def test_the_gpu_script_runs_every_step_on_the_cpu(shared_data: Path, tmp_path: 
 BENCHMARKS = {  # script, its arguments beside --quick, and what its output must show
     "bench_compile.py": ([], "compiled/eager by CPU time"),
     "bench_distributed.py": ([], "load average after the runs"),
+    "bench_host.py": ([], "outputs identical"),
     "bench_forced.py": ([f"--moses-dir={MOSES}"], "per 1,000 hypotheses"),
     "bench_int8_rescoring.py": ([], "int8 − fp32 per hypothesis"),
     "bench_prepare.py": ([], "training at 30,000 pairs against 29k"),
