@@ -8,14 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from rerank.config import load_config, load_config_data
+from rerank.features.registry import read_specs
+from rerank.rescore.append import RescoreConfig
 from rerank.study.config import ExperimentConfig, load_experiment
-from rerank.training.config import load_train_config
+from rerank.training.config import CSLMTrainConfig, load_train_config, read_train_config
+from rerank.tune.config import TuneConfig
 
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = sorted((REPO / "configs" / "experiments").glob("*.yaml"))
 TRAINING = sorted([*(REPO / "configs").glob("encdec*.yaml"), *(REPO / "configs").glob("rnnsearch*.yaml"),
                    *(REPO / "configs" / "recipe").glob("*.yaml"), *(REPO / "configs" / "shipped").glob("*.yaml"),
                    *(REPO / "configs" / "sample").glob("*.yaml")])
+RESCORING = sorted([*(REPO / "configs").glob("rescore*.yaml"), REPO / "configs" / "consensus.yaml"])
+TUNING, CSLM = REPO / "configs" / "tune.yaml", REPO / "configs" / "cslm.yaml"
 
 
 def named_files(config: ExperimentConfig) -> list[str]:
@@ -41,3 +47,19 @@ def test_each_experiment_loads_and_what_it_names_is_in_the_repository(path: Path
         assert (REPO / name).exists(), f"{path.name}: {name} is not in the repository"
         if name.endswith(".yaml") and "cslm" not in name:
             load_train_config(REPO / name)
+
+
+@pytest.mark.parametrize("path", RESCORING, ids=lambda p: p.name)
+def test_each_rescoring_config_loads_with_its_features(path: Path) -> None:
+    config = load_config(RescoreConfig, path)
+    assert read_specs(config.features, source=str(path))  # kinds, labels and settings checked, no model loaded
+
+
+def test_the_tuning_and_cslm_configs_load() -> None:
+    load_config(TuneConfig, TUNING)
+    assert isinstance(read_train_config(load_config_data(CSLM), str(CSLM)), CSLMTrainConfig)
+
+
+def test_every_config_in_the_repository_is_loaded_here() -> None:
+    loaded = {*EXPERIMENTS, *TRAINING, *RESCORING, TUNING, CSLM}
+    assert sorted(set((REPO / "configs").rglob("*.yaml")) - loaded) == []
