@@ -271,7 +271,7 @@ class ShardReader:
         starts = self.boundary
         seen = count = base = 0
         state = "before"  # -> "skipping" the rest of a group begun before the shard -> "in" it
-        last: bytes | None = None  # the line before the current one
+        last: bytes | None = None  # the previous line read
         stopped: int | None = None
         for place, offset, body in lines:
             seen += 1

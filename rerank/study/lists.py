@@ -16,7 +16,7 @@ from rerank.formats.dictionaries import phrase_table_dictionary
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import read_nbest
 from rerank.models.config import default_label, read_model_config
-from rerank.rescore.append import RescoreConfig, check_sentence_ids, score_nbest
+from rerank.rescore.append import RescoreConfig, score_nbest
 from rerank.study.checks import unknown_word_list
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
@@ -77,7 +77,6 @@ class Scoring:
                           self._score, nbest, source, config, output, reuse, timing=timing, quiet=quiet)
 
     def _score(self, nbest: str | Path, source: str, config: Path, output: Path, reuse: tuple[Path, ...]) -> None:
-        check_sentence_ids(nbest, source)
         if config not in self._features:
             self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
         score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
