@@ -29,7 +29,14 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import StoreOnce, add_shard_argument, finite_float, positive_float, positive_int
+from rerank.commands.arguments import (
+    StoreOnce,
+    add_shard_argument,
+    check_moses_ini_options,
+    finite_float,
+    positive_float,
+    positive_int,
+)
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 if TYPE_CHECKING:
@@ -102,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.scoring.pairs import Scorer, ScoringConfig
     from rerank.scoring.table import score_phrase_table, table_moses_ini
 
-    if (args.moses_ini is None) != (args.moses_ini_out is None):
-        raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
+    check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
     cluster = ray_cluster(args)
