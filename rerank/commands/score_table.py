@@ -57,15 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model directory written by rerank train")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
-    ini = parser.add_argument_group("moses.ini")
-    ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
-    ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
-    ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
-                     help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
-                          "its path as [ttable-file] gives it")
-    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
-                     help="initial weight of the new score, to be tuned (default: %(default)s, what "
-                          "train-model.perl gives each phrase-table score)")
+    add_moses_ini_arguments(parser)
     speed = parser.add_argument_group("speed and memory")
     speed.add_argument("--max-tokens", type=positive_int, action=StoreOnce, metavar="N",
                        help="padded target tokens per batch (default 4096); bounds memory")
@@ -92,6 +84,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="CPUs (and torch threads) per worker (default 1)")
     ray.add_argument("--ray-worker-gpus", type=positive_float, action=StoreOnce, metavar="G",
                      help="GPUs per worker, which then scores on its GPU (default: none)")
+
+
+def add_moses_ini_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the moses.ini written with the table (read by
+    :func:`~rerank.scoring.table.table_moses_ini`)."""
+    ini = parser.add_argument_group("moses.ini")
+    ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
+    ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
+    ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
+                     help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
+                          "its path as [ttable-file] gives it")
+    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+                     help="initial weight of the new score, to be tuned (default: %(default)s, what "
+                          "train-model.perl gives each phrase-table score)")
 
 
 def run(args: argparse.Namespace) -> int:
