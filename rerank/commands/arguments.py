@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from rerank.errors import RerankError
+
+_Number = TypeVar("_Number", int, float)
 
 
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    value = _parsed(text, int, "a positive integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
@@ -20,10 +22,7 @@ def positive_int(text: str) -> int:
 
 def finite_float(text: str) -> float:
     """An argparse type: a number that is not NaN or infinite."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _parsed(text, float, "a number")
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
     return value
@@ -31,13 +30,18 @@ def finite_float(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """An argparse type: a finite number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    value = _parsed(text, float, "a positive number")
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value
+
+
+def _parsed(text: str, parse: Callable[[str], _Number], expected: str) -> _Number:
+    """``parse(text)``, or the argparse error "expected ``expected``" where the text is not such a number."""
+    try:
+        return parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
 
 
 class StoreOnce(argparse.Action):
@@ -48,6 +52,13 @@ class StoreOnce(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             parser.error(f"{option_string} given twice")
         setattr(namespace, self.dest, values)
+
+
+def check_moses_ini_options(args: argparse.Namespace) -> None:
+    """``--moses-ini IN`` (the moses.ini that uses a phrase table) and ``--moses-ini-out OUT`` (where its copy
+    with the table's new score goes) come together or not at all."""
+    if (args.moses_ini is None) != (args.moses_ini_out is None):
+        raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
 
 
 def add_shard_argument(parser: argparse.ArgumentParser, unit: str, counting: str = "no counting pass", *,

@@ -46,19 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-partial", action="store_true",
                         help="merge an empty n-best list too (an error otherwise; a list covering only some "
                              "sentences is always merged, with a warning)")
-    forced = parser.add_argument_group("Moses' features for every hypothesis (forced decoding)")
-    forced.add_argument("--moses-ini", metavar="INI",
-                        help="keep Moses' features: the moses.ini that made Moses' list (its paths resolved "
-                             "from the current directory, as Moses does)")
-    forced.add_argument("--source", metavar="SRC", help="the source sentences, one per line (needed with --moses-ini)")
-    forced.add_argument("--moses", default="moses", metavar="BIN", help="the Moses decoder (default: moses on PATH)")
-    forced.add_argument("--moses-system", metavar="NAME", help="the system whose list is Moses' (default: the first)")
-    forced.add_argument("--threads", type=positive_int, default=1, metavar="N", help="Moses' threads (default 1)")
-    forced.add_argument("--filter-script", metavar="PL",
-                        help="Moses' filter-model-given-input.pl: filter the phrase tables to the source sentences "
-                             "first (faster loading, same features)")
-    forced.add_argument("--moses-args", default="", metavar="ARGS",
-                        help="more Moses options for the forced decoding, quoted (e.g. '-s 500')")
+    add_forced_decoding_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,6 +72,23 @@ def run(args: argparse.Namespace) -> int:
                     args.output)
         return 0
     return _run_forced(args, systems)
+
+
+def add_forced_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of --moses-ini's forced decoding (read by :func:`_run_forced`)."""
+    forced = parser.add_argument_group("Moses' features for every hypothesis (forced decoding)")
+    forced.add_argument("--moses-ini", metavar="INI",
+                        help="keep Moses' features: the moses.ini that made Moses' list (its paths resolved "
+                             "from the current directory, as Moses does)")
+    forced.add_argument("--source", metavar="SRC", help="the source sentences, one per line (needed with --moses-ini)")
+    forced.add_argument("--moses", default="moses", metavar="BIN", help="the Moses decoder (default: moses on PATH)")
+    forced.add_argument("--moses-system", metavar="NAME", help="the system whose list is Moses' (default: the first)")
+    forced.add_argument("--threads", type=positive_int, default=1, metavar="N", help="Moses' threads (default 1)")
+    forced.add_argument("--filter-script", metavar="PL",
+                        help="Moses' filter-model-given-input.pl: filter the phrase tables to the source sentences "
+                             "first (faster loading, same features)")
+    forced.add_argument("--moses-args", default="", metavar="ARGS",
+                        help="more Moses options for the forced decoding, quoted (e.g. '-s 500')")
 
 
 def _run_forced(args: argparse.Namespace, systems: list[tuple[str, str]]) -> int:

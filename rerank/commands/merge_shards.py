@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from rerank.commands.arguments import StoreOnce, finite_float
+from rerank.commands.arguments import StoreOnce, check_moses_ini_options, finite_float
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.files import STDIO, check_outputs, committed_together
     from rerank.formats.shards import check_shards, manifest_path, merge_shards
 
-    if (args.moses_ini is None) != (args.moses_ini_out is None):
-        raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
+    check_moses_ini_options(args)
     if args.output == STDIO:
         raise RerankError("merge-shards writes a file: give -o OUT")
     check_outputs([("--output", args.output), ("--moses-ini-out", args.moses_ini_out)],

@@ -29,7 +29,14 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import StoreOnce, add_shard_argument, finite_float, positive_float, positive_int
+from rerank.commands.arguments import (
+    StoreOnce,
+    add_shard_argument,
+    check_moses_ini_options,
+    finite_float,
+    positive_float,
+    positive_int,
+)
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 if TYPE_CHECKING:
@@ -50,15 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model directory written by rerank train")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
-    ini = parser.add_argument_group("moses.ini")
-    ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
-    ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
-    ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
-                     help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
-                          "its path as [ttable-file] gives it")
-    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
-                     help="initial weight of the new score, to be tuned (default: %(default)s, what "
-                          "train-model.perl gives each phrase-table score)")
+    add_moses_ini_arguments(parser)
     speed = parser.add_argument_group("speed and memory")
     speed.add_argument("--max-tokens", type=positive_int, action=StoreOnce, metavar="N",
                        help="padded target tokens per batch (default 4096); bounds memory")
@@ -87,6 +86,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="GPUs per worker, which then scores on its GPU (default: none)")
 
 
+def add_moses_ini_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the moses.ini written with the table (read by
+    :func:`~rerank.scoring.table.table_moses_ini`)."""
+    ini = parser.add_argument_group("moses.ini")
+    ini.add_argument("--moses-ini", action=StoreOnce, metavar="IN", help="the configuration that uses TABLE")
+    ini.add_argument("--moses-ini-out", action=StoreOnce, metavar="OUT", help="where to write it with the new score")
+    ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
+                     help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
+                          "its path as [ttable-file] gives it")
+    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+                     help="initial weight of the new score, to be tuned (default: %(default)s, what "
+                          "train-model.perl gives each phrase-table score)")
+
+
 def run(args: argparse.Namespace) -> int:
     import contextlib
 
@@ -102,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.scoring.pairs import Scorer, ScoringConfig
     from rerank.scoring.table import score_phrase_table, table_moses_ini
 
-    if (args.moses_ini is None) != (args.moses_ini_out is None):
-        raise RerankError("give both --moses-ini and --moses-ini-out, or neither")
+    check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
     cluster = ray_cluster(args)

@@ -62,25 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", metavar="SRC", help="tuning source text, for --decoder")
     parser.add_argument("-r", "--ref", action="append", required=True, metavar="REF",
                         help="reference translations, one line per sentence; repeat for several references")
-    parser.add_argument("--init", metavar="FILE",
-                        help="starting weights: YAML weights file or moses.ini (default: --moses-ini if given, "
-                             "else 0 for every feature, which keeps each sentence's first hypothesis)")
-    parser.add_argument("--moses-ini", metavar="INI",
-                        help="moses.ini to copy with the tuned [weight] section, ready to decode with, to "
-                             "--output-ini (also the starting weights unless --init is given)")
-    parser.add_argument("-o", "--output", required=True, metavar="YAML", help="tuned weights (YAML)")
-    parser.add_argument("--output-ini", metavar="INI",
-                        help="where the copy of --moses-ini (or of --init when it is a moses.ini) with the tuned "
-                             "weights goes (default with --moses-ini: OUTPUT with the suffix .moses.ini)")
+    add_weights_arguments(parser)
     parser.add_argument("--work-dir", metavar="DIR",
                         help="where --decoder runs keep their n-best lists and logs (default: OUTPUT with the "
                              "suffix .work, beside the weights); a stopped run resumes from it")
-    parser.add_argument("--features", metavar="LABEL,...",
-                        help="tune only these features of the n-best list; the others get weight 0 "
-                             "(e.g. to compare feature sets on one scored n-best list)")
-    parser.add_argument("--tie", action="append", default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
-                        help="tune these features as one, their mean under one weight (an ensemble's members or a "
-                             "model's directions), the weight shared out among them in the output (repeatable)")
+    add_tuned_features_arguments(parser)
     parser.add_argument("--config", metavar="YAML", help="tuning settings (defaults: configs/tune.yaml)")
     parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help="overrides optimizer: " + ", ".join(
         f"{name}, {kind.description}" for name, kind in OPTIMIZERS.items()))
@@ -110,6 +96,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenize", metavar="TOK", help="overrides bleu.tokenize (a sacrebleu tokenizer)")
     parser.add_argument("--lowercase", action="store_true", default=None, help="overrides bleu.lowercase")
     add_cv_arguments(parser)
+
+
+def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
+    """The weights read (--init, --moses-ini) and written (-o, and --output-ini: a copy of a moses.ini)."""
+    parser.add_argument("--init", metavar="FILE",
+                        help="starting weights: YAML weights file or moses.ini (default: --moses-ini if given, "
+                             "else 0 for every feature, which keeps each sentence's first hypothesis)")
+    parser.add_argument("--moses-ini", metavar="INI",
+                        help="moses.ini to copy with the tuned [weight] section, ready to decode with, to "
+                             "--output-ini (also the starting weights unless --init is given)")
+    parser.add_argument("-o", "--output", required=True, metavar="YAML", help="tuned weights (YAML)")
+    parser.add_argument("--output-ini", metavar="INI",
+                        help="where the copy of --moses-ini (or of --init when it is a moses.ini) with the tuned "
+                             "weights goes (default with --moses-ini: OUTPUT with the suffix .moses.ini)")
+
+
+def add_tuned_features_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which features are tuned (--features) and which as one (--tie): fixed n-best lists only."""
+    parser.add_argument("--features", metavar="LABEL,...",
+                        help="tune only these features of the n-best list; the others get weight 0 "
+                             "(e.g. to compare feature sets on one scored n-best list)")
+    parser.add_argument("--tie", action="append", default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
+                        help="tune these features as one, their mean under one weight (an ensemble's members or a "
+                             "model's directions), the weight shared out among them in the output (repeatable)")
 
 
 def add_cv_arguments(parser: argparse.ArgumentParser) -> None:

@@ -56,20 +56,22 @@ class TextStyle:
     @property
     def tokenized(self) -> bool | None:
         """True for tokenized text, False for detokenized text, None where the lines do not tell."""
-        if self.split >= MIN_LINES and self.split >= MARGIN * self.attached:
-            return True
-        if self.attached >= MIN_LINES and self.attached >= MARGIN * self.split:
-            return False
-        return None
+        return _outweighs(self.split, self.attached)
 
     @property
     def escapes(self) -> bool | None:
         """True where quotes are escaped as Moses does, False where they are bare, None where it does not tell."""
-        if self.escaped >= MIN_LINES and self.escaped >= MARGIN * self.bare_quotes:
-            return True
-        if self.bare_quotes >= MIN_LINES and self.bare_quotes >= MARGIN * self.escaped:
-            return False
-        return None
+        return _outweighs(self.escaped, self.bare_quotes)
+
+
+def _outweighs(yes: int, no: int) -> bool | None:
+    """True where the lines that show a style (``yes``) outnumber those that show the other (``no``) by
+    :data:`MARGIN` to one, in :data:`MIN_LINES` lines or more, False for the reverse, None where neither does."""
+    if yes >= MIN_LINES and yes >= MARGIN * no:
+        return True
+    if no >= MIN_LINES and no >= MARGIN * yes:
+        return False
+    return None
 
 
 def text_style(lines: Iterable[str], limit: int = SAMPLE_LINES) -> TextStyle:

@@ -355,6 +355,25 @@ def gold_log_probs(features: Tensor, layer: nn.Linear, gold: Tensor, rows: int =
     return _gold_blocks(features, layer.weight, layer.bias, gold, rows, None)[0]
 
 
+class _BlockLogSoftmax:
+    """ln softmax(block · weightᵀ + bias) of blocks of at most ``rows`` rows of ``features``, computed in two
+    (rows, V) buffers that every block reuses: a block's result is overwritten by the next block's."""
+
+    def __init__(self, features: Tensor, weight: Tensor, bias: Tensor | None, rows: int):
+        self.transposed = weight.t()
+        self.bias = bias
+        self.logits = features.new_empty(min(rows, features.shape[0]), weight.shape[0])
+        self.log_probs = torch.empty_like(self.logits)
+
+    def __call__(self, block: Tensor) -> Tensor:
+        logits = self.logits[: block.shape[0]]
+        if self.bias is None:
+            torch.mm(block, self.transposed, out=logits)
+        else:
+            torch.addmm(self.bias, block, self.transposed, out=logits)
+        return torch.log_softmax(logits, dim=-1, out=self.log_probs[: block.shape[0]])
+
+
 def _gold_blocks(features: Tensor, weight: Tensor, bias: Tensor | None, gold: Tensor, rows: int,
                  row_weights: Tensor | None, grads: bool = False
                  ) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
@@ -365,18 +384,11 @@ def _gold_blocks(features: Tensor, weight: Tensor, bias: Tensor | None, gold: Te
     grad_features = torch.empty_like(features) if grads else None
     grad_weight = torch.zeros_like(weight) if grads else None
     grad_bias = torch.zeros_like(weight[:, 0]) if grads else None
-    transposed = weight.t()
-    logits_buffer = features.new_empty(min(rows, n), weight.shape[0])  # (rows, V), reused by every block
-    log_probs_buffer = torch.empty_like(logits_buffer)
+    block_log_probs = _BlockLogSoftmax(features, weight, bias, rows)
     for start in range(0, n, rows):
         block = features[start: start + rows]
         ids = gold[start: start + rows, None]
-        logits = logits_buffer[: block.shape[0]]
-        if bias is None:
-            torch.mm(block, transposed, out=logits)
-        else:
-            torch.addmm(bias, block, transposed, out=logits)
-        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[: block.shape[0]])
+        log_probs = block_log_probs(block)
         out[start: start + rows] = log_probs.gather(1, ids).squeeze(1)
         if grads:
             assert grad_features is not None and grad_weight is not None and grad_bias is not None
@@ -448,21 +460,12 @@ def node_log_probs(features: Tensor, layer: nn.Linear, nodes: np.ndarray, ids: n
     out = features.new_empty(len(nodes))
     bounds = np.searchsorted(nodes, np.arange(0, features.shape[0] + rows, rows))
     device = features.device
-    logits_buffer = features.new_empty(min(rows, features.shape[0]), layer.weight.shape[0])  # reused
-    log_probs_buffer = torch.empty_like(logits_buffer)
-    transposed = layer.weight.t()
-    bias: Tensor | None = layer.bias
+    block_log_probs = _BlockLogSoftmax(features, layer.weight, layer.bias, rows)
     for block, start in enumerate(range(0, features.shape[0], rows)):
         first, last = int(bounds[block]), int(bounds[block + 1])
         if first == last:
             continue
-        inputs = features[start: start + rows]
-        logits = logits_buffer[: inputs.shape[0]]
-        if bias is None:
-            torch.mm(inputs, transposed, out=logits)
-        else:
-            torch.addmm(bias, inputs, transposed, out=logits)
-        log_probs = torch.log_softmax(logits, dim=-1, out=log_probs_buffer[: inputs.shape[0]])
+        log_probs = block_log_probs(features[start: start + rows])
         at = torch.as_tensor(nodes[first:last] - start, device=device)
         out[first:last] = log_probs[at, torch.as_tensor(ids[first:last], device=device)]
     return out
