@@ -74,7 +74,8 @@ WARM_UP = 3
 # function; in float32 they differ only by rounding, other orders of the same sums: the output layer's logits block
 # by block or all at once, the log-softmax's normaliser by logsumexp over 1,024-row blocks or inside
 # gold_log_probs, RNNsearch's [W_h; W_a] products as one matrix or two, the loss summed in other orders. In float64
-# they agree to about 1e-12 and better (tests/unit/models/test_fast_paths.py; --equal-dtype float64 here).
+# they agree to about 1e-12 and better (tests/unit/models/test_fast_paths_against_reference.py; --equal-dtype
+# float64 here).
 # On a GPU the fast path draws its dropout masks with torch's own dropout at the real positions only (the CPU's way
 # of matching nn.Dropout's draws does not carry over to CUDA's generator), so from the same weights the two paths
 # drop different units and their losses differ by sampling, not rounding. Measured on one H200 (first batch of

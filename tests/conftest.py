@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import TINY_LM_TEXT, write_arpa
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -73,3 +74,11 @@ def multi30k_slice() -> dict[str, Path]:
             "onebest": data / "test.1best", "val_nbest": data / "val.100best.gz", "val_source": data / "val.en",
             "val_reference": data / "val.fr", "moses_ini": data / "moses.ini",
             "phrase_table": data / "phrase-table.gz", "lm": REPO / "examples" / "data" / "lm.fr.4.sample.arpa.gz"}
+
+
+@pytest.fixture(scope="session")
+def arpa(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny trigram ARPA model of ``TINY_LM_TEXT``, normalised by construction (see ``write_arpa``)."""
+    path = tmp_path_factory.mktemp("lm") / "tiny.arpa"
+    write_arpa(path, TINY_LM_TEXT)
+    return path

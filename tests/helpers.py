@@ -1,10 +1,17 @@
-"""Plain helpers for the tests: reading a file whatever its compression, finding what an atomic write
-left behind, and truncating a language model."""
+"""Plain helpers for the tests: reading and writing files, finding what an atomic write left behind, a tiny
+language model and a truncated one, hypotheses without their source, and hand-made tuning lists."""
 
 from __future__ import annotations
 
+import collections
 import gzip
+import math
 from pathlib import Path
+
+import numpy as np
+
+from rerank.formats.nbest import FeatureLayout
+from rerank.tune.data import TuningData
 
 
 def content(path: Path) -> bytes:
@@ -21,3 +28,91 @@ def cut_in_unigrams(arpa: bytes) -> bytes:
     """An ARPA file cut off after a line halfway through its 1-grams, as a failed copy leaves it."""
     start, end = arpa.index(b"\\1-grams:"), arpa.index(b"\\2-grams:")
     return arpa[:arpa.index(b"\n", (start + end) // 2) + 1]
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    """``text`` written to ``tmp_path / name``."""
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# YAML whose aliases repeat 9^10 values: a "billion laughs"
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+
+
+def hypothesis_pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Each sentence as a hypothesis without a source, as a target-side feature scores it."""
+    return [((), s.split()) for s in sentences]
+
+
+# the sentences of the tiny language model below (and of the CSLM trained in the tests)
+TINY_LM_TEXT = """a dog runs in the park
+a man runs in the street
+the dog plays with a ball
+a woman walks in the park
+two men play with a dog
+the man walks the dog in the street
+a girl plays in the park with a ball
+the woman runs
+""".splitlines()
+
+
+def write_arpa(path: Path, sentences: list[str], order: int = 3, discount: float = 0.5) -> None:
+    """A back-off ARPA model normalised by construction: add-one unigrams over the words, ``</s>`` and
+    ``<unk>``; higher orders absolutely discounted, each context's back-off weight the leftover mass over
+    the lower order's mass of the words not seen after it."""
+    counts: list[collections.Counter[tuple[str, ...]]] = [collections.Counter() for _ in range(order + 1)]
+    for sentence in sentences:
+        words = ["<s>", *sentence.split(), "</s>"]
+        for k in range(1, order + 1):
+            for i in range(len(words) - k + 1):
+                if words[i + k - 1] != "<s>":
+                    counts[k][tuple(words[i:i + k])] += 1
+    vocab = sorted({w for (w,) in counts[1]} | {"<unk>"})
+    total = sum(counts[1].values())
+    prob: dict[tuple[str, ...], float] = {(w,): (counts[1][(w,)] + 1) / (total + len(vocab)) for w in vocab}
+    backoff: dict[tuple[str, ...], float] = {}
+
+    def p(context: tuple[str, ...], word: str) -> float:
+        if context + (word,) in prob:
+            return prob[context + (word,)]
+        return backoff.get(context, 1.0) * p(context[1:], word) if context else prob[(word,)]
+
+    for k in range(2, order + 1):
+        by_context: dict[tuple[str, ...], list[str]] = collections.defaultdict(list)
+        for ngram in counts[k]:
+            by_context[ngram[:-1]].append(ngram[-1])
+        for context, words in by_context.items():
+            seen = sum(counts[k][context + (w,)] for w in words)
+            lower = sum(p(context[1:], w) for w in words)
+            for w in words:
+                prob[context + (w,)] = (counts[k][context + (w,)] - discount) / seen
+            backoff[context] = (1 - sum(prob[context + (w,)] for w in words)) / (1 - lower)
+    lines = ["\\data\\", *(f"ngram {k}={len(counts[k]) + (2 if k == 1 else 0)}" for k in range(1, order + 1)), ""]
+    for k in range(1, order + 1):
+        lines.append(f"\\{k}-grams:")
+        grams = [("<s>",), *((w,) for w in vocab)] if k == 1 else sorted(counts[k])
+        for gram in grams:
+            logp = -99.0 if gram == ("<s>",) else math.log10(prob[gram])
+            bo = f"\t{math.log10(backoff[gram]):.10f}" if gram in backoff else ""
+            lines.append(f"{logp:.10f}\t{' '.join(gram)}{bo}")
+        lines.append("")
+    lines.append("\\end\\")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# hand-made lists whose answers are worked out in the tests: statistics hyp_len, ref_len, matches 1-4, n-grams 1-4
+PERFECT = [4, 4, 4, 3, 2, 1, 4, 3, 2, 1]
+NOTHING = [4, 4, 0, 0, 0, 0, 4, 3, 2, 1]
+HALF = [4, 4, 2, 1, 0, 0, 4, 3, 2, 1]
+
+
+def hand_made(features: list[list[float]], stats: list[list[int]]) -> TuningData:
+    """One sentence with the given hypotheses."""
+    dims = len(features[0])
+    return TuningData(FeatureLayout(tuple(f"F{i}" for i in range(dims)), (1,) * dims),
+                      np.array([features], dtype=np.float64), np.array([stats], dtype=np.int64),
+                      np.array([len(features)]))

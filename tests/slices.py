@@ -34,8 +34,8 @@ MERT_DATA = f"{REGRESSION}/tests/mert.extractor-txt/data"
 BINARIZE = f"{REGRESSION}/tests/misc.binarize-compress-pt"
 REORDERING = f"{REGRESSION}/models/lexicalized-reordering"
 SENTENCES = 20  # of Multi30k val and test_2016_flickr
-# the sentences tests/unit/features/test_features.py scores with the regression language models, whose slices keep
-# the n-grams of these words
+# the sentences tests/unit/features/test_language_model.py scores with the regression language models, whose slices
+# keep the n-grams of these words
 LM_SENTENCES = ["the european parliament", "resumption of the session", "mr president , this is a zzzunknown word",
                 "", "&quot; quoted &quot;"]
 LM_WORDS = frozenset(word for sentence in LM_SENTENCES for word in sentence.split()) | {"<s>", "</s>", "<unk>"}

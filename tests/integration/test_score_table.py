@@ -104,7 +104,8 @@ def test_precision_fp32_is_the_default_byte_for_byte_and_int8_is_near_it(table: 
     values = {p: np.log([split_added(old, new) for old, new in zip(before, outputs[p].decode().splitlines(),
                                                                     strict=True)]) for p in ("fp32", "int8")}
     tokens = np.array([len(line.split(SEPARATOR)[1].split()) + 1 for line in before])
-    assert (np.abs(values["int8"] - values["fp32"]) <= 0.1 * tokens).all()  # see tests/unit/models/test_int8.py
+    # see tests/unit/models/test_int8_against_fp32.py
+    assert (np.abs(values["int8"] - values["fp32"]) <= 0.1 * tokens).all()
 
 
 def test_a_pair_beyond_moses_lowest_score_is_floored_not_zero(model_dir: Path, tmp_path: Path,

@@ -1,4 +1,5 @@
-"""Config dataclasses from YAML: every key checked, errors with the dotted path and the file."""
+"""Config dataclasses from YAML: every key checked, errors with the dotted path and the file; YAML read safely
+(aliases within a budget, none inside its own anchor, duplicate keys and syntax errors named at their line)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+import yaml
+from helpers import BOMB, write
 
 from rerank.config import from_dict, load_config, load_yaml
 from rerank.errors import ConfigError, FormatError
 from rerank.models.checkpoint import save_config
-from rerank.rescore.append import RescoreConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,19 +87,6 @@ def test_missing_file(tmp_path: Path) -> None:
         load_yaml(tmp_path / "none.yaml")
 
 
-def test_rescore_config_shipped() -> None:
-    config = load_config(RescoreConfig, REPO / "configs" / "rescore.yaml")
-    assert [spec["kind"] for spec in config.features] == ["kenlm", "word-penalty", "unk-penalty"]
-    assert config.batch_sentences >= 1
-
-
-def test_rescore_config_checks() -> None:
-    with pytest.raises(ConfigError, match="batch_sentences must be positive"):
-        from_dict(RescoreConfig, {"batch_sentences": 0})
-    with pytest.raises(ConfigError, match=r"'features\[0\]': expected a mapping"):
-        from_dict(RescoreConfig, {"features": ["kenlm"]})
-
-
 def test_flags_override_a_config_by_dotted_key_and_unset_flags_leave_it() -> None:
     from rerank.config import with_overrides
     from rerank.tune.config import TuneConfig
@@ -119,3 +108,35 @@ def test_a_config_that_cannot_be_written_leaves_the_old_file_whole(tmp_path: Pat
         save_config({"model": {object()}}, path)  # YAML has no way to write it
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+def test_an_alias_bomb_is_refused_at_the_alias_that_passes_the_budget(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"bomb.yaml:5: the YAML aliases \(\*d\) repeat more than 10,000 values"):
+        load_yaml(write(tmp_path, "bomb.yaml", BOMB))
+
+
+def test_aliases_within_the_budget_and_merge_keys_are_read(tmp_path: Path) -> None:
+    shared = [1, 2]
+    assert load_yaml(write(tmp_path, "dump.yaml", yaml.safe_dump({"a": shared, "b": shared}))) == \
+        {"a": [1, 2], "b": [1, 2]}  # safe_dump writes &id001 and *id001 for a shared value
+    merged = "base: &b {x: 1, y: 1}\nother:\n  <<: *b\n  x: 2\n"
+    assert load_yaml(write(tmp_path, "m.yaml", merged))["other"] == {"x": 2, "y": 1}
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"r.yaml:1: the YAML alias \*a is inside its own anchor's value"):
+        load_yaml(write(tmp_path, "r.yaml", "a: &a [1, *a]\n"))
+
+
+def test_a_duplicate_key_names_both_lines(tmp_path: Path) -> None:
+    text = "features:\n  - kind: word-penalty\nbatch_sentences: 8\nfeatures: []\n"
+    with pytest.raises(ConfigError, match=r"dup.yaml:4: duplicate key 'features' \(first at line 1\)"):
+        load_yaml(write(tmp_path, "dup.yaml", text))
+    nested = "a:\n  b: 1\n  c: 2\n  b: 3\n"
+    with pytest.raises(ConfigError, match=r"nested.yaml:4: duplicate key 'b' \(first at line 2\)"):
+        load_yaml(write(tmp_path, "nested.yaml", nested))
+
+
+def test_a_syntax_error_names_the_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"bad.yaml:3: invalid YAML: mapping values are not allowed here"):
+        load_yaml(write(tmp_path, "bad.yaml", "a: 1\nb: 2\n  c: 3\n"))

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -158,15 +157,3 @@ def test_output_path_shapes_never_replace_an_input(shapes: list[str]) -> None:
             if "fd" in output.path:
                 assert output.stream and output.descriptor == STDOUT_FD
         assert sum(output.to_stdout for output in checked) <= 1
-
-
-def test_a_save_to_a_full_device_is_one_error(tmp_path: Path) -> None:
-    """torch.save through the output layer onto a full disk: one RerankError naming the file."""
-    if os.geteuid() != 0:
-        pytest.skip("a private /dev/full node needs root")
-    import stat
-
-    full = tmp_path / "full"
-    os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))
-    with pytest.raises(RerankError, match=f"{full}: cannot write"):
-        save_state({"model": {"w": torch.zeros(1000)}}, full)

@@ -3,6 +3,9 @@ rooms that must stay light (formats, tune, rescore, the configs, the commands at
 
 Every import statement counts, at the top of a module or inside a function (a lazy import is still
 an edge), and modules are not loaded by name through importlib anywhere.
+
+The unit tests mirror the package: ``tests/unit/<package>/test_<module>.py`` tests ``rerank/<package>/<module>.py``
+(``tests/unit/test_<module>.py`` a module of ``rerank/`` itself), but for the few files of ``CROSS_CUTTING``.
 """
 
 from __future__ import annotations
@@ -10,11 +13,33 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rerank"
+UNIT_TESTS = Path(__file__).resolve().parent
+
+# The unit test files that check a property across modules rather than one module, and why.
+CROSS_CUTTING: dict[str, str] = {
+    "test_layout.py": "the rules of the layout: imports between packages, and these test files' names",
+    "test_one_way_to_write.py": "reads the whole source: every write and child process goes through its one module",
+    "test_safe_inputs.py": "hostile inputs through the command line, into every command that reads YAML or numbers",
+    "test_fuzz_structured_inputs.py": "property-based tests of the structured readers of several packages",
+    "test_shipped_configs.py": "every config in configs/, each with the loader of its command",
+    "test_config_reference.py": "the site's config reference (docs/hooks/generated.py) against every config class",
+    "test_slices.py": "the slices of the real data in tests/data (tests/slices.py)",
+    "formats/test_fuzz_readers.py": "property-based tests of every reader, and of a command's whole-or-no output",
+    "models/test_fast_paths_against_reference.py": "each fast path (layers, decoders, scorer, search) against the "
+                                                   "path it replaces",
+    "models/test_int8_against_fp32.py": "int8 inference against fp32 through the model, the scorer, search and "
+                                        "rerank translate",
+    "models/test_recipe_options.py": "the options of one training recipe, each where it acts (layers, training, "
+                                     "checkpoints, averaging)",
+    "models/test_directions_and_ensembles.py": "right-to-left and channel models and ensembles, in training, "
+                                               "scoring and search",
+}
 
 # room -> the rooms it may import (besides itself); "base" is rerank/*.py but the entry points.
 ALLOWED: dict[str, set[str]] = {
@@ -127,3 +152,31 @@ def test_light_rooms_do_not_load_torch(module: str) -> None:
     code = f"import sys\nfor name in {names!r}:\n    __import__(name)\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False", f"importing {module} loads torch"
+
+
+def module_of(test: Path) -> Path:
+    """The module ``tests/unit/<package>/test_<module>.py`` tests: ``rerank/<package>/<module>.py``."""
+    relative = test.relative_to(UNIT_TESTS)
+    return PACKAGE.joinpath(*relative.parts[:-1], relative.name.removeprefix("test_"))
+
+
+def misnamed(tests: Iterable[Path]) -> list[str]:
+    """The test files (relative to tests/unit) neither named after a module nor listed in ``CROSS_CUTTING``."""
+    return [test.relative_to(UNIT_TESTS).as_posix() for test in tests
+            if test.relative_to(UNIT_TESTS).as_posix() not in CROSS_CUTTING and not module_of(test).is_file()]
+
+
+def test_each_unit_test_file_is_named_after_the_module_it_tests() -> None:
+    wrong = misnamed(sorted(UNIT_TESTS.rglob("test_*.py")))
+    assert not wrong, ("name a unit test file after the module it tests (tests/unit/<package>/test_<module>.py for "
+                       "rerank/<package>/<module>.py), or add it to CROSS_CUTTING with the reason:\n"
+                       + "\n".join(wrong))
+    stale = [name for name in CROSS_CUTTING
+             if not (UNIT_TESTS / name).is_file() or module_of(UNIT_TESTS / name).is_file()]
+    assert not stale, f"CROSS_CUTTING lists files that are gone or named after a module: {stale}"
+
+
+def test_a_test_file_without_its_module_is_found() -> None:
+    files = [UNIT_TESTS / "tune" / "test_mert.py", UNIT_TESTS / "tune" / "test_foo.py", UNIT_TESTS / "test_config.py",
+             UNIT_TESTS / "test_slices.py", UNIT_TESTS / "test_foo.py", UNIT_TESTS / "nowhere" / "test_config.py"]
+    assert misnamed(files) == ["tune/test_foo.py", "test_foo.py", "nowhere/test_config.py"]

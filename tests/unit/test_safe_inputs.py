@@ -1,5 +1,6 @@
-"""Hostile inputs: YAML aliases and duplicate keys, numbers that are not finite, each refused with exit status 2
-naming where it came from, before any work."""
+"""Hostile inputs through the command line: a YAML alias bomb as weights or config, numbers that are not finite
+in YAML, a moses.ini, flags and configs; each refused with exit status 2 naming where it came from, before any
+work."""
 
 from __future__ import annotations
 
@@ -7,54 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
+from helpers import BOMB, write
 
 from rerank.cli import main
-from rerank.config import load_yaml
-from rerank.errors import ConfigError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
-    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
-
-
-def write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def test_an_alias_bomb_is_refused_at_the_alias_that_passes_the_budget(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"bomb.yaml:5: the YAML aliases \(\*d\) repeat more than 10,000 values"):
-        load_yaml(write(tmp_path, "bomb.yaml", BOMB))
-
-
-def test_aliases_within_the_budget_and_merge_keys_are_read(tmp_path: Path) -> None:
-    shared = [1, 2]
-    assert load_yaml(write(tmp_path, "dump.yaml", yaml.safe_dump({"a": shared, "b": shared}))) == \
-        {"a": [1, 2], "b": [1, 2]}  # safe_dump writes &id001 and *id001 for a shared value
-    merged = "base: &b {x: 1, y: 1}\nother:\n  <<: *b\n  x: 2\n"
-    assert load_yaml(write(tmp_path, "m.yaml", merged))["other"] == {"x": 2, "y": 1}
-
-
-def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"r.yaml:1: the YAML alias \*a is inside its own anchor's value"):
-        load_yaml(write(tmp_path, "r.yaml", "a: &a [1, *a]\n"))
-
-
-def test_a_duplicate_key_names_both_lines(tmp_path: Path) -> None:
-    text = "features:\n  - kind: word-penalty\nbatch_sentences: 8\nfeatures: []\n"
-    with pytest.raises(ConfigError, match=r"dup.yaml:4: duplicate key 'features' \(first at line 1\)"):
-        load_yaml(write(tmp_path, "dup.yaml", text))
-    nested = "a:\n  b: 1\n  c: 2\n  b: 3\n"
-    with pytest.raises(ConfigError, match=r"nested.yaml:4: duplicate key 'b' \(first at line 2\)"):
-        load_yaml(write(tmp_path, "nested.yaml", nested))
-
-
-def test_a_syntax_error_names_the_line(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"bad.yaml:3: invalid YAML: mapping values are not allowed here"):
-        load_yaml(write(tmp_path, "bad.yaml", "a: 1\nb: 2\n  c: 3\n"))
 
 
 @pytest.mark.parametrize("command", ["weights", "config"])

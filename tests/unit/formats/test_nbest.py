@@ -9,7 +9,15 @@ import pytest
 from helpers import content
 
 from rerank.errors import FormatError
-from rerank.formats.nbest import FeatureLayout, check_label, format_value, group_by_sentence, read_nbest, write_nbest
+from rerank.formats.nbest import (
+    FeatureLayout,
+    NBestEntry,
+    check_label,
+    format_value,
+    group_by_sentence,
+    read_nbest,
+    write_nbest,
+)
 
 REGRESSION_NBEST = [f"tests/mert.extractor-txt/data/nbest.{i}.gz" for i in range(1, 6)] + \
     ["tests/misc.binarize-compress-pt/truth/results.txt"]
@@ -200,3 +208,16 @@ def test_reads_lazily(tmp_path: Path) -> None:
     assert next(entries).lineno == 1
     with pytest.raises(FormatError, match="late.nbest:4"):
         list(entries)
+
+
+def test_a_built_nbest_entry_is_a_moses_line_that_reads_back(tmp_path: Path) -> None:
+    entries = [NBestEntry.build(0, ["un", "chat"], [("RNNsearch0", [-1.23456789])], -1.23456789),
+               NBestEntry.build(0, [], [("RNNsearch0", [-0.5])], -0.5),
+               NBestEntry.build(1, ["x"], [("RNNsearch0", [-10.0])], -10.0)]
+    assert entries[0].line() == "0 ||| un chat ||| RNNsearch0= -1.23457 ||| -1.23457"
+    path = tmp_path / "out.nbest"
+    path.write_text("".join(e.line() + "\n" for e in entries))
+    back = list(read_nbest(path))
+    assert [e.hypothesis for e in back] == ["un chat", "", "x"]
+    assert [e.dense for e in back] == [(-1.23457,), (-0.5,), (-10.0,)]
+    assert [e.total for e in back] == [-1.23457, -0.5, -10.0]

@@ -1,8 +1,9 @@
 """Model directories: a saved model loads back unchanged, and a tampered or mismatched weights file is
-refused with one clear error, without running anything it contains."""
+refused with one clear error, without running anything it contains; a save onto a full device is one error."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.errors import RerankError
 from rerank.models.batching import pad
-from rerank.models.checkpoint import CONFIG, WEIGHTS, load_model, load_state
+from rerank.models.checkpoint import CONFIG, WEIGHTS, load_model, load_state, save_state
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.vocab import EOS_ID, Vocabulary
 
@@ -93,3 +94,15 @@ def test_truncated_and_missing_files_are_refused(model_dir: Path) -> None:
         load_model(model_dir)
     with pytest.raises(RerankError, match="not a model directory"):
         load_model(model_dir.parent)
+
+
+def test_a_save_to_a_full_device_is_one_error(tmp_path: Path) -> None:
+    """torch.save through the output layer onto a full disk: one RerankError naming the file."""
+    if os.geteuid() != 0:
+        pytest.skip("a private /dev/full node needs root")
+    import stat
+
+    full = tmp_path / "full"
+    os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))
+    with pytest.raises(RerankError, match=f"{full}: cannot write"):
+        save_state({"model": {"w": torch.zeros(1000)}}, full)

@@ -19,14 +19,6 @@ from rerank.tune.stats import NUM_STATS, BleuStatistics, log_bleu
 MOSES_WEIGHTS = np.array([0.138061, 0.15949, -0.225306, 0.105148, 0.126263, 0.0567749, 0.12818, 0.0607768])
 
 
-@pytest.fixture(scope="module")
-def val_slice(multi30k_slice) -> TuningData:
-    """Moses' 100-best list of the first 20 sentences of Multi30k val."""
-    pool = NBestPool(BleuStatistics([read_text(multi30k_slice["val_reference"])]))
-    pool.add(multi30k_slice["val_nbest"])
-    return pool.data()
-
-
 def bleu_at(search: LineSearch, weights: np.ndarray) -> float:
     return float(log_bleu(search.best_stats(search.hypothesis_scores(weights))))
 

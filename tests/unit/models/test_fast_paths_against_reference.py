@@ -2,7 +2,7 @@
 attention: the same training loss and gradients (dropout included), the same scores, the same search
 steps and the same beam-search outputs; the blockwise output layer against a plain log-softmax; and
 the prefix-sharing scorer (target prefixes, and the encoder-decoder's source prefixes) against scoring
-each pair on its own."""
+each pair on its own; and where a device's faster path is the reference one, the same numbers."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from tiny_models import DECODERS, SCORES, WINDOWS, taught_model, tiny_config, ti
 from rerank.models.architectures import build_model
 from rerank.models.batching import pad, to_ids
 from rerank.models.config import ModelConfig
+from rerank.models.device import FASTER_PATH
 from rerank.models.layers import dropout_rows, gold_log_probs, node_log_probs
 from rerank.models.seq2seq import Seq2Seq, reference_path, shift_right
 from rerank.models.vocab import BOS_ID, EOS_ID, PAD_ID, Vocabulary
-from rerank.scoring.pairs import PrefixTrie, Scorer, ScoringConfig, source_tries
+from rerank.scoring.pairs import Scorer, ScoringConfig
 from rerank.search.beam import LengthPenalty, SearchConfig, beam_search
 
 TOLERANCE = 1e-10  # float64 models: the two paths agree to rounding (the aim is 1e-5 in ln p)
@@ -186,22 +187,6 @@ def test_dropout_rows_drop_what_dropout_on_every_position_drops() -> None:
 # -- scoring with shared prefixes ---------------------------------------------------------------------------
 
 
-def test_the_trie_has_one_node_per_distinct_prefix_of_each_source() -> None:
-    targets = [[5, 6, EOS_ID], [5, 6, 7, EOS_ID], [5, EOS_ID], [5, 6, EOS_ID], [8, EOS_ID], [5, 6, EOS_ID]]
-    sources = np.array([0, 0, 0, 0, 0, 1])
-    padded, lengths = (x.numpy() for x in pad(targets))
-    order = np.lexsort((*padded.T[::-1], sources))
-    trie = PrefixTrie(padded[order], lengths[order], sources[order])
-    distinct = {(int(s), tuple(t[:k])) for s, t in zip(sources, targets, strict=True) for k in range(len(t))}
-    assert trie.first[-1] == len(distinct) == 8  # source 0: (), 5, 5 6, 5 6 7, 8; source 1: (), 5, 5 6
-    assert sorted(trie.roots.tolist()) == [0, 1]
-    levels = list(trie.levels())
-    assert [len(words) for _, words in levels] == [2, 3, 2, 1]
-    assert all(len(parents) == len(words) for parents, words in levels[1:])
-    nodes, words, rows = trie.predictions()
-    assert len(nodes) == int(lengths.sum()) and np.all(np.diff(nodes) >= 0)
-
-
 def shared_prefix_pairs(count: int, seed: int) -> list[tuple[list[str], list[str]]]:
     """Pairs like an n-best list's: few sources, their targets variations of one another (duplicates,
     prefixes of each other, empty targets included)."""
@@ -262,19 +247,6 @@ def test_source_prefix_sharing_scores_equal_encoding_each_source_alone(max_token
     with reference_path(model):
         alone = list(Scorer(model, src_vocab, trg_vocab, ScoringConfig(window=1, share_prefixes=False)).score(pairs))
     np.testing.assert_allclose(shared, alone, rtol=0, atol=TOLERANCE)
-
-
-def test_the_source_tries_end_each_source_at_its_own_node() -> None:
-    sources = [[5, 6, EOS_ID], [5, EOS_ID], [5, 6, EOS_ID], [EOS_ID], [5, 6, 7, EOS_ID]]
-    (rows, trie), = source_tries(sources, max_nodes=100)
-    assert sorted(rows.tolist()) == list(range(len(sources)))
-    assert trie.first[-1] == 1 + len({tuple(s[:k]) for s in sources for k in range(1, len(s) + 1)})  # root + 8
-    lengths = np.array([len(sources[i]) for i in rows])
-    final = trie.node[np.arange(len(rows)), lengths]
-    assert len(set(final.tolist())) == 4  # the two equal sources end at one node, the others at their own
-    levels = list(trie.levels())[1:]  # depth k ≥ 1 reads the k-th id
-    expected = ([5, EOS_ID], [6, EOS_ID], [7, EOS_ID], [EOS_ID])
-    assert [sorted(words.tolist()) for _, words in levels] == [sorted(ids) for ids in expected]
 
 
 def test_float32_fast_scores_stay_within_float32_rounding_of_the_reference() -> None:
@@ -345,3 +317,39 @@ def test_word_tables_follow_the_weights(architecture: str) -> None:
     step_both()
     model.float().double()  # new tensors
     step_both()
+
+
+@pytest.mark.parametrize("architecture", ["encdec", "rnnsearch"])
+def test_a_device_whose_faster_path_is_the_reference_gets_the_same_numbers(
+        monkeypatch: pytest.MonkeyPatch, architecture: str) -> None:
+    """Where the table chooses the reference path (as on a GPU), scoring with prefix sharing asked for, search
+    and the training loss take it, and give the fast path's numbers."""
+    model = tiny_model(tiny_config(architecture))
+    scorer = Scorer(model, Vocabulary.build([["a"]], 10), Vocabulary.build([["x"]], 10))
+    sources, targets = [[5, 6, 7, 3], [8, 3], [5, 6, 7, 3]], [[9, 10, 3], [11, 3], [9, 12, 13, 3]]
+    src, src_len = pad([[5, 6, 7, 3], [8, 9, 3]])
+    trg, _ = pad([[9, 10, 11, 3], [12, 3]])
+    search = SearchConfig(beam_size=3, nbest=2)
+
+    def everything() -> tuple[np.ndarray, list[list[list[int]]], torch.Tensor]:
+        scores = scorer.score_ids(sources, targets, np.arange(len(sources)))
+        found = [[h.tokens for h in hypotheses] for hypotheses in beam_search(model, src, src_len, search)]
+        model.train()
+        torch.manual_seed(3)
+        loss = model(src, src_len, trg)
+        model.eval()
+        return scores, found, loss.detach()
+
+    fast = everything()
+    calls: list[str] = []
+    for method in ("teacher_forced", "step_reference"):
+        original = getattr(model, method)
+        monkeypatch.setattr(model, method, lambda *a, _m=method, _f=original: calls.append(_m) or _f(*a))
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "training"), "reference")
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "scoring"), "reference")
+    monkeypatch.setitem(FASTER_PATH, ("cpu", "search"), "reference")
+    reference = everything()
+    assert {"teacher_forced", "step_reference"} <= set(calls)
+    np.testing.assert_allclose(reference[0], fast[0], rtol=0, atol=1e-10)
+    assert reference[1] == fast[1]
+    torch.testing.assert_close(reference[2], fast[2], rtol=0, atol=1e-10)

@@ -1,11 +1,14 @@
 """The trainer's rules on a tiny model with scripted validation results: early stopping after ``patience``
 validations without improvement, the learning-rate decay after each of them, the model of the best
 validation kept as model.pt, the ``max_minutes`` budget (on a clock the test moves), and a phrase table
-read as its distinct pairs, each visited once an epoch."""
+read as its distinct pairs, each visited once an epoch. Batches made ahead by the loader's thread are the
+epoch plan's; training under bf16 autocast runs; a run in token batches stopped mid-epoch resumes to the
+weights of one never stopped."""
 
 from __future__ import annotations
 
 import gzip
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +16,17 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import yaml
 
 import rerank.training.prepare as prepare
 import rerank.training.trainer as trainer_module
+from rerank.cli import main
 from rerank.config import from_dict
-from rerank.models.checkpoint import WEIGHTS, load_state
+from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_state
 from rerank.training.config import TrainConfig
-from rerank.training.trainer import Trainer
+from rerank.training.prepare import PrepareSettings, prepare_parallel
+from rerank.training.prepared import EpochPlan, PreparedCorpus
+from rerank.training.trainer import BatchLoader, Trainer
 
 TEST_DATA = Path(__file__).resolve().parents[2] / "data"
 TOY = {"source": str(TEST_DATA / "toy.en"), "target": str(TEST_DATA / "toy.fr")}
@@ -139,3 +146,66 @@ def test_a_phrase_table_is_read_as_its_distinct_pairs_each_visited_once_an_epoch
     progress = trainer.train()
     assert progress.finished == "reached max_epochs 2" and progress.updates == 8
     assert sorted(visited[:4]) == [0, 1, 2, 3] and sorted(visited[4:]) == [0, 1, 2, 3]
+
+
+def test_the_loader_makes_the_plans_batches_ahead(tmp_path: Path, test_data: Path) -> None:
+    src, trg = test_data / "multi30k" / "val.en", test_data / "multi30k" / "val.fr"
+    prepare_parallel(src, trg, tmp_path / "prepared", PrepareSettings(shard_pairs=7))
+    corpus = PreparedCorpus(tmp_path / "prepared")
+
+    def plans(epoch: int) -> EpochPlan:
+        return EpochPlan(corpus, 3, 2, 6, seed=4, epoch=epoch)
+
+    loader = BatchLoader(plans, lambda indices, _: (corpus.batch(indices), 1), torch.device("cpu"))
+    try:
+        for epoch, batch in [(0, 0), (0, 1), (0, 2), (0, 5), (0, 6), (1, 0), (1, 1)]:  # (0, 5): a restart
+            indices, (made, weight) = loader.get(epoch, batch, len(plans(epoch)))
+            assert np.array_equal(indices, plans(epoch)[batch]) and weight == 1
+            assert torch.equal(made.trg, corpus.batch(indices).trg)
+    finally:
+        loader.close()
+
+
+@pytest.mark.parametrize("architecture", ["encdec", "rnnsearch"])
+def test_training_in_bf16_autocast(tmp_path: Path, test_data: Path, architecture: str) -> None:
+    toy = {"source": str(test_data / "toy.en"), "target": str(test_data / "toy.fr")}
+    config = {
+        "model": {"architecture": architecture, "embedding_size": 8, "hidden_size": 8, "maxout_size": 4,
+                  "attention": {"hidden_size": 8}},
+        "data": {"train": toy, "valid": dict(toy)},
+        "training": {"optimizer": "adam", "batch_size": 2, "max_updates": 3, "valid_every": 3, "threads": 1,
+                     "precision": "bf16"},
+        "output_dir": str(tmp_path / "model"),
+    }
+    path = tmp_path / "bf16.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["-q", "train", "--config", str(path)]) == 0
+    progress = load_state(tmp_path / "model" / CHECKPOINT)["progress"]
+    assert progress["updates"] == 3 and math.isfinite(progress["best_ppl"])
+
+
+def test_a_run_in_token_batches_stopped_mid_epoch_resumes_to_the_same_weights(
+        tmp_path: Path, test_data: Path, token_corpus: PreparedCorpus) -> None:
+    """Token batches of at most 150 padded tokens from pools of 96 pairs: stopped at update 7, the run goes on
+    to update 30 (pools later) as one never stopped."""
+    def run(name: str, updates: int) -> Path:
+        config = {
+            "model": {"architecture": "encdec", "embedding_size": 8, "hidden_size": 8, "maxout_size": 4,
+                      "dropout": 0.3},
+            "data": {"prepared": str(token_corpus.directory),
+                     "valid": {"source": str(test_data / "toy.en"), "target": str(test_data / "toy.fr")}},
+            "training": {"optimizer": "adam", "learning_rate": 0.01, "batch_size": 8, "bucket_window": 3,
+                         "pool_pairs": 96, "batch_tokens": 150, "max_updates": updates, "valid_every": 7,
+                         "threads": 1},
+            "output_dir": str(tmp_path / name),
+        }
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        assert main(["-q", "train", "--config", str(path)]) == 0
+        return tmp_path / name / "checkpoint.pt"
+
+    run("stopped", 7)
+    assert load_state(tmp_path / "stopped" / "checkpoint.pt")["progress"]["batch"] == 7
+    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
+    for key, value in whole.items():
+        assert torch.equal(resumed[key], value), key

@@ -9,28 +9,16 @@ import numpy as np
 import pytest
 
 from rerank.commands import tune as tune_command
-from rerank.formats.files import read_text
 from rerank.tune.config import MiraConfig, ProConfig
-from rerank.tune.data import NBestPool, TuningData
+from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised
 from rerank.tune.mira import mira
 from rerank.tune.optimize import corpus_bleu
 from rerank.tune.pro import logistic_regression, pro, sample_pairs
 from rerank.tune.standardize import feature_scales, standardised
-from rerank.tune.stats import BleuStatistics
 
 SCALED = 3      # a feature of the regression lists with a small range (sd 0.51)
 FACTOR = 1000.0
-
-
-@pytest.fixture(scope="module")
-def nbest(regression_slice) -> TuningData:
-    """Moses' regression n-best lists of two tuning iterations: 10 sentences, 14 features, two constant."""
-    data = regression_slice / "tests/mert.extractor-txt/data"
-    pool = NBestPool(BleuStatistics([read_text(data / "reference")]))
-    pool.add(data / "nbest.1.gz")
-    pool.add(data / "nbest.2.gz")
-    return pool.data()
 
 
 @pytest.fixture(scope="module")

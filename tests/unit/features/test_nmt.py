@@ -54,7 +54,7 @@ def test_precision_int8_scores_near_fp32(models: dict[str, Path]) -> None:
     fp32 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"])}).score(pairs)
     int8 = build_feature({"kind": "nmt", "model": str(models["rnnsearch"]), "precision": "int8"}).score(pairs)
     assert not np.array_equal(int8, fp32)
-    # 0.1 nats per token (see tests/unit/models/test_int8.py)
+    # 0.1 nats per token (see tests/unit/models/test_int8_against_fp32.py)
     np.testing.assert_allclose(int8, fp32, rtol=0, atol=0.1 * 4)
 
 

@@ -1,16 +1,12 @@
-"""CPU time: timings.json of a study (every step that ran, named or not, with its wall and CPU time and the load),
-and torch's threads waiting asleep."""
+"""CPU time: timings.json of a study (every step that ran, named or not, with its wall and CPU time and the
+load)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
-import pytest
-
-from rerank.cli import main
 from rerank.study.runner import Clock, StepRunner, cpu_seconds, write_file
 
 TOY = Path(__file__).resolve().parents[2] / "data"
@@ -39,14 +35,3 @@ def test_every_step_is_timed_with_cpu_and_load(tmp_path: Path) -> None:
     assert set(data["total"]) == {"wall_s", "cpu_s", "load", "cores"}
     # a resumed study keeps the earlier steps' times
     assert list(StepRunner(tmp_path / "run").timings) == list(data["steps"])
-
-
-def test_torch_threads_wait_asleep_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Spinning OpenMP threads on a shared machine cost many times the CPU of the work: the CLI asks for passive
-    waiting before torch loads, and leaves a policy the user set alone."""
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    assert main(["-q", "evaluate", str(TOY / "toy.1best"), "-r", str(TOY / "toy.fr")]) == 0
-    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
-    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
-    assert main(["-q", "evaluate", str(TOY / "toy.1best"), "-r", str(TOY / "toy.fr")]) == 0
-    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -11,7 +11,6 @@ import yaml
 
 from rerank.config import load_config
 from rerank.errors import ConfigError, RerankError
-from rerank.formats.files import read_text
 from rerank.tune.config import CrossValidationConfig, MertConfig, TuneConfig
 from rerank.tune.crossval import (
     bleu_of,
@@ -24,20 +23,11 @@ from rerank.tune.crossval import (
     subset,
     tuner,
 )
-from rerank.tune.data import NBestPool, TuningData
+from rerank.tune.data import TuningData
 from rerank.tune.mert import l1_normalised, mert, mert_bounds
 from rerank.tune.optimize import corpus_bleu
-from rerank.tune.stats import BleuStatistics
 
 FAST = TuneConfig(mert=MertConfig(restarts=2))
-
-
-@pytest.fixture(scope="module")
-def val_slice(multi30k_slice) -> TuningData:
-    """Moses' 100-best list of the first 20 sentences of Multi30k val."""
-    pool = NBestPool(BleuStatistics([read_text(multi30k_slice["val_reference"])]))
-    pool.add(multi30k_slice["val_nbest"])
-    return pool.data()
 
 
 def test_folds_cover_every_sentence_once_in_near_equal_sizes_and_follow_the_seed():

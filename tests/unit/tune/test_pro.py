@@ -1,28 +1,16 @@
-"""PRO and batch MIRA on Moses' regression n-best lists: the sampling, the classifier, reproducibility."""
+"""PRO on Moses' regression n-best lists and on hand-made ones: the sampling, the classifier, reproducibility."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import HALF, NOTHING, PERFECT, hand_made
 
 from rerank.formats.files import read_text
-from rerank.formats.nbest import FeatureLayout
-from rerank.tune.config import MiraConfig, ProConfig
-from rerank.tune.data import NBestPool, TuningData
-from rerank.tune.mira import background_bleu, initial_background, mira
+from rerank.tune.config import ProConfig
 from rerank.tune.optimize import corpus_bleu
 from rerank.tune.pro import logistic_regression, pro, sample_pairs
-from rerank.tune.stats import BleuStatistics, sentence_bleu_plus_one
-
-
-@pytest.fixture(scope="module")
-def nbest(regression_slice) -> TuningData:
-    """Moses' regression n-best lists of two tuning iterations: 10 sentences, 14 features."""
-    data = regression_slice / "tests/mert.extractor-txt/data"
-    pool = NBestPool(BleuStatistics([read_text(data / "reference")]))
-    pool.add(data / "nbest.1.gz")
-    pool.add(data / "nbest.2.gz")
-    return pool.data()
+from rerank.tune.stats import sentence_bleu_plus_one
 
 
 def test_pairs_are_the_largest_differences_of_at_least_min_diff(nbest):
@@ -66,58 +54,6 @@ def test_pro_is_reproducible_and_better_than_no_tuning(nbest, regression_slice):
     assert corpus_bleu(nbest, first.weights) > corpus_bleu(nbest, untuned) + 5
 
 
-def test_background_bleu_is_kbmira_formula():
-    background = initial_background()
-    assert background.tolist() == [1.0] * 10  # kbmira: every statistic 1 at the start
-    stats = np.array([[10, 12, 7, 4, 2, 1, 10, 9, 8, 7]], dtype=float)  # hyp_len, ref_len, matches, n-grams
-    total = stats[0] + background
-    expected = np.exp(np.mean(np.log(total[2:6] / total[6:10])) + min(0.0, 1 - total[1] / total[0])) * total[1]
-    assert background_bleu(stats, background)[0] == pytest.approx(expected)
-
-
-# hand-made lists whose answers are worked out below: statistics hyp_len, ref_len, matches 1-4, n-grams 1-4
-PERFECT = [4, 4, 4, 3, 2, 1, 4, 3, 2, 1]
-NOTHING = [4, 4, 0, 0, 0, 0, 4, 3, 2, 1]
-HALF = [4, 4, 2, 1, 0, 0, 4, 3, 2, 1]
-
-
-def hand_made(features: list[list[float]], stats: list[list[int]]) -> TuningData:
-    """One sentence with the given hypotheses."""
-    dims = len(features[0])
-    return TuningData(FeatureLayout(tuple(f"F{i}" for i in range(dims)), (1,) * dims),
-                      np.array([features], dtype=np.float64), np.array([stats], dtype=np.int64),
-                      np.array([len(features)]))
-
-
-@pytest.mark.parametrize("c", [0.01, 10.0])
-def test_mira_update_on_a_hand_made_list(c):
-    """Two hypotheses, the better one (all n-grams right) preferred less by the starting weights.
-
-    With every background statistic 1, BLEU times the reference length is 5 for the perfect
-    hypothesis and 5 * (1/5 * 1/4 * 1/3 * 1/2)^(1/4) for the one without a match. The hope is the
-    perfect one, the fear the other; the step along their difference (1, -1) is the loss over
-    |difference|^2 = 2, capped at C; the average after one update is the start plus the new
-    weights (kbmira's running sum starts with the starting weights)."""
-    data = hand_made([[1.0, 0.0], [0.0, 1.0]], [PERFECT, NOTHING])
-    start = np.array([0.0, 0.5])
-    gap = 5.0 - 5.0 * (1 / 5 * 1 / 4 * 1 / 3 * 1 / 2) ** 0.25
-    loss = gap - (0.0 - 0.5)
-    step = min(c, loss / 2.0)
-    after = start + step * np.array([1.0, -1.0])
-    result = mira(data, start, MiraConfig(epochs=1, c=c, standardize=False), np.random.default_rng(0))
-    assert result.updates == 1
-    expected = start + after
-    assert result.weights == pytest.approx(expected / np.abs(expected).sum(), rel=1e-12)
-    if c == 10.0:   # the uncapped step makes the margin exactly the BLEU difference
-        assert after @ np.array([1.0, -1.0]) == pytest.approx(gap, rel=1e-12)
-
-
-def test_mira_leaves_a_list_of_equal_bleu_alone():
-    data = hand_made([[1.0, 0.0], [0.0, 1.0]], [HALF, HALF])
-    result = mira(data, np.array([0.25, 0.75]), MiraConfig(epochs=3, standardize=False), np.random.default_rng(0))
-    assert result.updates == 0 and result.weights.tolist() == [0.25, 0.75]
-
-
 def test_pro_on_a_hand_made_list_learns_the_better_hypothesis_direction():
     """Two hypotheses: every pair is (better - worse) = (2, -1) or its negation, so the classifier with an
     isotropic prior lies along (2, -1): L1-normalised (2/3, -1/3). Its length a solves
@@ -151,14 +87,3 @@ def test_pro_keeps_the_pairs_furthest_apart_and_none_closer_than_min_diff():
     assert (np.where(better[0], differences[0], -differences[0])).tolist() == [1.0, -1.0, 0.0]
     differences, better = sample_pairs(data, ProConfig(min_diff=0.75), np.random.default_rng(0))
     assert len(differences) == 0
-
-
-def test_mira_is_reproducible_and_returns_its_best_epoch(nbest):
-    start = np.full(nbest.dims, 0.1)
-    config = MiraConfig(epochs=15)
-    first = mira(nbest, start, config, np.random.default_rng(2))
-    again = mira(nbest, start, config, np.random.default_rng(2))
-    assert np.array_equal(first.weights, again.weights) and first.epoch == again.epoch
-    assert 1 <= first.epoch <= 15 and first.updates > 0
-    assert corpus_bleu(nbest, first.weights) == pytest.approx(first.bleu)
-    assert first.bleu > corpus_bleu(nbest, start)

@@ -1,5 +1,6 @@
 """The batched scorer: input order kept across windows and batches, each source encoded once per window,
-long pairs scored whole, and every score equal to ``model.score`` of the pair alone."""
+long pairs scored whole, and every score equal to ``model.score`` of the pair alone; the prefix tries of the
+targets and of the sources."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ from tiny_models import DECODERS, tiny_config, tiny_model
 
 from rerank.errors import RerankError
 from rerank.formats.tokens import Pair
-from rerank.models.batching import pad, to_ids, token_batches
+from rerank.models.batching import pad, to_ids
 from rerank.models.device import torch_device
 from rerank.models.seq2seq import DecoderState, Seq2Seq
-from rerank.models.vocab import Vocabulary
-from rerank.scoring.pairs import Scorer, ScoringConfig
+from rerank.models.vocab import EOS_ID, Vocabulary
+from rerank.scoring.pairs import PrefixTrie, Scorer, ScoringConfig, source_tries
 
 SRC_WORDS = [f"s{i}" for i in range(26)]  # with the 4 specials: a source vocabulary of 30
 TRG_WORDS = [f"t{i}" for i in range(21)]  # a target vocabulary of 25
@@ -143,17 +144,6 @@ def test_the_scorer_reads_one_window_ahead(vocabularies) -> None:
     assert next(read) == 10  # ten pairs read for the first score: memory stays flat
 
 
-@pytest.mark.parametrize("lengths,max_tokens,expected", [
-    ([5, 5, 4, 2, 2, 1], 10, [[0, 1], [2, 3], [4, 5]]),
-    ([30, 3, 3], 10, [[0], [1, 2]]),  # longer than the budget: a batch of its own
-    ([1, 1, 1], 100, [[0, 1, 2]]),
-])
-def test_token_batches_respect_the_token_budget(lengths: list[int], max_tokens: int,
-                                                 expected: list[list[int]]) -> None:
-    order = np.arange(len(lengths))
-    assert [b.tolist() for b in token_batches(order, np.array(lengths), max_tokens)] == expected
-
-
 def test_config_and_device_errors() -> None:
     with pytest.raises(ValueError, match="max_tokens must be at least 1"):
         ScoringConfig(max_tokens=0)
@@ -162,3 +152,32 @@ def test_config_and_device_errors() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(RerankError, match="no CUDA GPU"):
             torch_device("cuda")
+
+
+def test_the_trie_has_one_node_per_distinct_prefix_of_each_source() -> None:
+    targets = [[5, 6, EOS_ID], [5, 6, 7, EOS_ID], [5, EOS_ID], [5, 6, EOS_ID], [8, EOS_ID], [5, 6, EOS_ID]]
+    sources = np.array([0, 0, 0, 0, 0, 1])
+    padded, lengths = (x.numpy() for x in pad(targets))
+    order = np.lexsort((*padded.T[::-1], sources))
+    trie = PrefixTrie(padded[order], lengths[order], sources[order])
+    distinct = {(int(s), tuple(t[:k])) for s, t in zip(sources, targets, strict=True) for k in range(len(t))}
+    assert trie.first[-1] == len(distinct) == 8  # source 0: (), 5, 5 6, 5 6 7, 8; source 1: (), 5, 5 6
+    assert sorted(trie.roots.tolist()) == [0, 1]
+    levels = list(trie.levels())
+    assert [len(words) for _, words in levels] == [2, 3, 2, 1]
+    assert all(len(parents) == len(words) for parents, words in levels[1:])
+    nodes, words, rows = trie.predictions()
+    assert len(nodes) == int(lengths.sum()) and np.all(np.diff(nodes) >= 0)
+
+
+def test_the_source_tries_end_each_source_at_its_own_node() -> None:
+    sources = [[5, 6, EOS_ID], [5, EOS_ID], [5, 6, EOS_ID], [EOS_ID], [5, 6, 7, EOS_ID]]
+    (rows, trie), = source_tries(sources, max_nodes=100)
+    assert sorted(rows.tolist()) == list(range(len(sources)))
+    assert trie.first[-1] == 1 + len({tuple(s[:k]) for s in sources for k in range(1, len(s) + 1)})  # root + 8
+    lengths = np.array([len(sources[i]) for i in rows])
+    final = trie.node[np.arange(len(rows)), lengths]
+    assert len(set(final.tolist())) == 4  # the two equal sources end at one node, the others at their own
+    levels = list(trie.levels())[1:]  # depth k ≥ 1 reads the k-th id
+    expected = ([5, EOS_ID], [6, EOS_ID], [7, EOS_ID], [EOS_ID])
+    assert [sorted(words.tolist()) for _, words in levels] == [sorted(ids) for ids in expected]

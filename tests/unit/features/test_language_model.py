@@ -1,4 +1,5 @@
-"""Features: KenLM against kenlm itself and against Moses' LM0, word and UNK penalties, the registry."""
+"""The KenLM feature: ln p against kenlm itself and against Moses' LM0, gzipped ARPA files, files that are not
+language models refused, and a batch scored as its hypotheses one by one."""
 
 from __future__ import annotations
 
@@ -10,18 +11,14 @@ from pathlib import Path
 import kenlm
 import numpy as np
 import pytest
-from helpers import cut_in_unigrams
+from helpers import cut_in_unigrams, hypothesis_pairs
 from slices import LM_SENTENCES
 
-from rerank.errors import ConfigError, FormatError, RerankError
-from rerank.features.registry import FEATURES, build_feature, build_features
+from rerank.errors import FormatError
+from rerank.features.registry import build_feature
 from rerank.formats.nbest import group_by_sentence, read_nbest
 
 SENTENCES = LM_SENTENCES  # the slices of the regression LMs keep the n-grams of their words
-
-
-def pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
-    return [((), s.split()) for s in sentences]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +39,7 @@ def test_kenlm_feature_is_ln_of_kenlm_log10(regression_slice: Path, lm: str) -> 
     path = regression_slice / lm
     feature = build_feature({"kind": "kenlm", "path": str(path), "oov": True})
     model = kenlm.Model(str(path))
-    values = feature.score(pairs(SENTENCES))
+    values = feature.score(hypothesis_pairs(SENTENCES))
     assert values.shape == (len(SENTENCES), 2)
     for sentence, (ln_p, oov) in zip(SENTENCES, values, strict=True):
         words = list(model.full_scores(sentence, bos=True, eos=True))
@@ -74,15 +71,9 @@ def test_kenlm_feature_equals_moses_lm0_on_a_real_slice(multi30k_lm: Path, multi
 def test_kenlm_reads_gzipped_arpa(europarl_lm: Path, tmp_path: Path) -> None:
     packed = tmp_path / "europarl.lm.gz"
     packed.write_bytes(gzip.compress(europarl_lm.read_bytes()))
-    plain = build_feature({"kind": "kenlm", "path": str(europarl_lm)}).score(pairs(SENTENCES))
-    np.testing.assert_array_equal(build_feature({"kind": "kenlm", "path": str(packed)}).score(pairs(SENTENCES)), plain)
-
-
-def test_missing_files_are_named_with_the_config_and_its_key(tmp_path: Path) -> None:
-    with pytest.raises(RerankError, match=r"^rescore.yaml: kenlm.path: .*none.arpa: no such file or directory$"):
-        build_feature({"kind": "kenlm", "path": str(tmp_path / "none.arpa")}, source="rescore.yaml")
-    with pytest.raises(RerankError, match=r"^rescore.yaml: nmt.model: .*gone: no such file or directory$"):
-        build_feature({"kind": "nmt", "model": [str(tmp_path), str(tmp_path / "gone")]}, source="rescore.yaml")
+    plain = build_feature({"kind": "kenlm", "path": str(europarl_lm)}).score(hypothesis_pairs(SENTENCES))
+    gzipped = build_feature({"kind": "kenlm", "path": str(packed)}).score(hypothesis_pairs(SENTENCES))
+    np.testing.assert_array_equal(gzipped, plain)
 
 
 def test_not_an_arpa(tmp_path: Path) -> None:
@@ -103,53 +94,6 @@ def test_truncated_arpa(europarl_lm: Path, tmp_path: Path) -> None:
 def test_directory_as_lm(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match=r"expected an ARPA or KenLM binary language model.*Is a directory"):
         build_feature({"kind": "kenlm", "path": str(tmp_path)})
-
-
-def test_word_penalty_as_moses(test_data: Path) -> None:
-    feature = build_feature({"kind": "word-penalty"})
-    entries = list(read_nbest(test_data / "toy.nbest"))
-    values = feature.score([((), e.tokens) for e in entries])
-    assert feature.name == "WP1" and values.shape == (len(entries), 1)
-    assert values[:, 0].tolist() == [e.dense[2] for e in entries]  # WordPenalty0
-    assert feature.score([]).shape == (0, 1)
-
-
-def test_unk_penalty_from_vocab_and_corpus(tmp_path: Path) -> None:
-    (tmp_path / "vocab").write_text("le 10\nchat 3\n\nnoir\n")
-    (tmp_path / "corpus").write_text("le chat le chien\nle chat\n")
-    hyps = pairs(["le chat noir", "le chien blanc", ""])
-    from_vocab = build_feature({"kind": "unk-penalty", "vocab": str(tmp_path / "vocab")})
-    assert from_vocab.score(hyps)[:, 0].tolist() == [0, 2, 0]
-    from_corpus = build_feature({"kind": "unk-penalty", "corpus": str(tmp_path / "corpus"), "shortlist": 2,
-                                 "name": "UNK2"})
-    assert from_corpus.words == {"le", "chat"}
-    assert from_corpus.score(hyps)[:, 0].tolist() == [1, 2, 0]
-
-
-@pytest.mark.parametrize("spec, message", [
-    ({"kind": "unk-penalty"}, "give exactly one of 'vocab'"),
-    ({"kind": "unk-penalty", "vocab": "v", "corpus": "c"}, "give exactly one of 'vocab'"),
-    ({"kind": "unk-penalty", "corpus": "c", "shortlist": 0}, "shortlist must be positive"),
-    ({"kind": "kenlm"}, "missing required key 'kenlm.path'"),
-    ({"kind": "kenlm", "path": "x", "order": 4}, "unknown key 'kenlm.order'"),
-    ({"kind": "word-penalty", "name": "WP_1"}, "word-penalty: feature label 'WP_1' must be a letter"),
-    ({"kind": "rnn"}, "unknown feature kind 'rnn'; known kinds: .*kenlm.*unk-penalty"),
-    ({"name": "WP1"}, "a feature needs a 'kind'"),
-])
-def test_bad_specs(spec: dict, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        build_feature(spec, source="rescore.yaml")
-
-
-def test_duplicate_labels() -> None:
-    with pytest.raises(ConfigError, match="feature label.s. used twice: WP1"):
-        build_features([{"kind": "word-penalty"}, {"kind": "word-penalty"}])
-    assert [f.name for f in build_features([{"kind": "word-penalty"}, {"kind": "word-penalty", "name": "WP2"}])] \
-        == ["WP1", "WP2"]
-
-
-def test_registry_lists_the_backbone_features() -> None:
-    assert {"kenlm", "word-penalty", "unk-penalty"} <= set(FEATURES)
 
 
 def test_batched_equals_one_by_one(multi30k_lm: Path, multi30k_slice: dict[str, Path]) -> None:

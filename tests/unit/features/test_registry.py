@@ -1,0 +1,53 @@
+"""The feature registry: specs checked (kinds, labels, keys, files) before any model loads, and the kinds it knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rerank.cli import main
+from rerank.errors import ConfigError, RerankError
+from rerank.features.registry import FEATURES, build_feature, build_features
+
+
+def test_missing_files_are_named_with_the_config_and_its_key(tmp_path: Path) -> None:
+    with pytest.raises(RerankError, match=r"^rescore.yaml: kenlm.path: .*none.arpa: no such file or directory$"):
+        build_feature({"kind": "kenlm", "path": str(tmp_path / "none.arpa")}, source="rescore.yaml")
+    with pytest.raises(RerankError, match=r"^rescore.yaml: nmt.model: .*gone: no such file or directory$"):
+        build_feature({"kind": "nmt", "model": [str(tmp_path), str(tmp_path / "gone")]}, source="rescore.yaml")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "unk-penalty"}, "give exactly one of 'vocab'"),
+    ({"kind": "unk-penalty", "vocab": "v", "corpus": "c"}, "give exactly one of 'vocab'"),
+    ({"kind": "unk-penalty", "corpus": "c", "shortlist": 0}, "shortlist must be positive"),
+    ({"kind": "kenlm"}, "missing required key 'kenlm.path'"),
+    ({"kind": "kenlm", "path": "x", "order": 4}, "unknown key 'kenlm.order'"),
+    ({"kind": "word-penalty", "name": "WP_1"}, "word-penalty: feature label 'WP_1' must be a letter"),
+    ({"kind": "rnn"}, "unknown feature kind 'rnn'; known kinds: .*kenlm.*unk-penalty"),
+    ({"name": "WP1"}, "a feature needs a 'kind'"),
+])
+def test_bad_specs(spec: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_feature(spec, source="rescore.yaml")
+
+
+def test_duplicate_labels() -> None:
+    with pytest.raises(ConfigError, match="feature label.s. used twice: WP1"):
+        build_features([{"kind": "word-penalty"}, {"kind": "word-penalty"}])
+    assert [f.name for f in build_features([{"kind": "word-penalty"}, {"kind": "word-penalty", "name": "WP2"}])] \
+        == ["WP1", "WP2"]
+
+
+def test_registry_lists_the_backbone_features() -> None:
+    assert {"kenlm", "word-penalty", "unk-penalty"} <= set(FEATURES)
+
+
+def test_a_mistyped_feature_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "rescore.yaml"
+    config.write_text("features:\n  - {kind: word-penalti}\n", encoding="utf-8")
+    nbest = tmp_path / "x.nbest"
+    nbest.write_text("0 ||| a b ||| F0= 1 ||| 1\n", encoding="utf-8")
+    assert main(["score-nbest", str(nbest), "--config", str(config), "-o", str(tmp_path / "out")]) == 2
+    assert "unknown feature kind 'word-penalti' (did you mean 'word-penalty'?)" in capsys.readouterr().err
