@@ -18,8 +18,8 @@ import yaml
 from rerank.errors import FormatError
 from rerank.features.cslm import ContinuousSpaceLM
 from rerank.features.language_model import LanguageModel
-from rerank.models.checkpoint import CONFIG, WEIGHTS, save_state
-from rerank.models.config import CSLMConfig
+from rerank.models.checkpoint import WEIGHTS, save_state
+from rerank.models.config import CONFIG, CSLMConfig
 from rerank.models.cslm import VOCAB, CSLMNet
 from rerank.models.vocab import SPECIALS, Vocabulary
 
