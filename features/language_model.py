@@ -57,7 +57,7 @@ class LanguageModel:
                 self.model = kenlm.Model(config.path, options)
         except (OSError, RuntimeError) as e:
             reason, offset = _kenlm_reason(e)
-            lineno = _line_at(config.path, offset) if offset is not None else None
+            lineno = _line_at(config.path, offset, reason) if offset is not None else None
             raise FormatError(config.path, lineno, f"an ARPA or KenLM binary language model (feature {config.name})",
                               got=reason) from None
 
@@ -83,18 +83,19 @@ def _kenlm_reason(error: Exception) -> tuple[str, int | None]:
     text = " ".join(str(error).split()) or type(error).__name__
     inner = re.fullmatch(r"Cannot read model '.*?' \((.*)\)", text)
     reason = inner.group(1) if inner else text
-    reason = re.sub(r"^\S+:\d+ in .*? threw \w+( because `[^']*')?\.\s*", "", reason)
+    reason = re.sub(r"^\S+:\d+ in .*? threw \w+( because `.*?')?\.\s*", "", reason)  # the condition may hold a '
     offset = re.search(r"\s*Byte: (\d+)$", reason)
     if offset is None:
         return reason, None
     return reason[:offset.start()], int(offset.group(1))
 
 
-def _line_at(path: str, offset: int) -> int | None:
-    """The 1-based line of a text (or gzipped text) file that holds byte ``offset``."""
+def _line_at(path: str, offset: int, reason: str) -> int | None:
+    """The 1-based line of a text (or gzipped text) file that KenLM's byte ``offset`` names: the first byte of a
+    token it could not parse, or else just past what it read (the next line's start, after a whole line)."""
     try:
         with open_binary(path) as f:
-            return f.read(max(offset - 1, 0)).count(b"\n") + 1
+            return f.read(offset if reason.startswith("Could not parse ") else max(offset - 1, 0)).count(b"\n") + 1
     except (OSError, EOFError, RerankError):
         return None
 

@@ -12,8 +12,9 @@ T = TypeVar("T")
 def peek(items: Iterable[T]) -> tuple[T | None, Iterator[T]]:
     """The first item (``None`` if there is none) and an iterator over all the items, the first included."""
     iterator = iter(items)
-    first = next(iterator, None)
-    return first, (iterator if first is None else itertools.chain([first], iterator))
+    for first in iterator:
+        return first, itertools.chain([first], iterator)
+    return None, iterator
 
 
 def chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -88,6 +88,7 @@ class BackoffLM:
         self.structure = structure
         self.order = structure.order
         self.shortlist = sorted(w for w in shortlist if w in structure.vocab and w not in (BOS, UNK))
+        self._in_shortlist = frozenset(self.shortlist)
         self._states: dict[Context, Any] = {}
         self._mass: dict[Context, float] = {}
 
@@ -135,7 +136,8 @@ class BackoffLM:
             mass = self.shortlist_mass(context[1:])
         else:
             shorter = context[1:]
-            explicit = self.structure.continuations.get(context, [])
+            # continuations outside S (an explicit "<s> <s>" or "h <unk>") are no part of its mass
+            explicit = [w for w in self.structure.continuations.get(context, []) if w in self._in_shortlist]
             here = sum(10.0 ** self.log10(context, w) for w in explicit)
             there = sum(10.0 ** self.log10(shorter, w) for w in explicit)
             backoff = 10.0 ** self.structure.backoffs.get(context, 0.0)

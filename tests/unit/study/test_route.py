@@ -1,0 +1,97 @@
+"""The phrase-table route: the decoder command that ``rerank tune --decoder`` runs Moses with (its paths quoted),
+the tuned BLEU that mert-moses.pl's log gives, and (with the real Moses decoder, on the sample system filtered to
+three sentences) a run of the route: Moses with its own weights, re-tuned with Moses in the loop, and its own n-best
+lists rescored and re-tuned, BLEU of each output as sacrebleu gives it."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+import sacrebleu
+
+from rerank.study.config import DecoderTuning, ExperimentConfig, MosesSystem, Split
+from rerank.study.lists import Scoring
+from rerank.study.moses import placeholder_ini
+from rerank.study.route import mert_bleu, moses_decoder, run_route
+from rerank.study.runner import StepRunner
+
+REPO = Path(__file__).resolve().parents[3]
+EXAMPLES = REPO / "examples" / "data"
+MOSES = REPO.parent / "shared" / "tools" / "moses" / "bin" / "moses"
+SENTENCES = 3
+
+
+def experiment(directory: Path, decoder: str, **settings: object) -> ExperimentConfig:
+    """The sample's system on its first val sentences (dev and test alike), its phrase table filtered to them."""
+    sources = (EXAMPLES / "val.en").read_text(encoding="utf-8").splitlines()[:SENTENCES]
+    references = (EXAMPLES / "val.fr").read_text(encoding="utf-8").splitlines()[:SENTENCES]
+    (directory / "val.en").write_text("".join(f"{s}\n" for s in sources), encoding="utf-8")
+    (directory / "val.fr").write_text("".join(f"{s}\n" for s in references), encoding="utf-8")
+    phrases = {" ".join(w[i:j]) for s in sources for w in [s.split()] for i in range(len(w))
+               for j in range(i + 1, len(w) + 1)}
+    with gzip.open(EXAMPLES / "phrase-table.gz", "rt", encoding="utf-8") as f, \
+            gzip.open(directory / "phrase-table.gz", "wt", encoding="utf-8") as out:
+        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
+    split = Split(str(directory / "val.en"), str(directory / "val.fr"))
+    moses = MosesSystem(ini=str(EXAMPLES / "moses.ini"), language_model=str(EXAMPLES / "lm.fr.4.sample.arpa.gz"),
+                        phrase_table=str(directory / "phrase-table.gz"), decoder=decoder, nbest_size=5)
+    return ExperimentConfig(output_dir=str(directory / "run"), encdec="encdec", rnnsearch="rnnsearch", moses=moses,
+                            dev=split, test=split, tokenize="none", **settings)  # type: ignore[arg-type]
+
+
+def test_the_decoder_command_quotes_its_paths(tmp_path: Path) -> None:
+    directory = tmp_path / "a dir"
+    directory.mkdir()
+    config = experiment(directory, str(directory / "moses bin"))
+    command = moses_decoder(config, Path("my ini") / "moses.ini")
+    ini = (Path.cwd() / "my ini" / "moses.ini").resolve()
+    assert command == (f"{shlex.quote(str(directory / 'moses bin'))} -f {shlex.quote(str(ini))} -threads 1 "
+                       "-n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite} "
+                       "-input-file {source}")
+    assert shlex.split(command)[:3] == [str(directory / "moses bin"), "-f", str(ini)]
+
+
+def test_mert_moses_tuned_bleu_is_the_last_best_point(tmp_path: Path) -> None:
+    log = tmp_path / "run1.mert.log"
+    log.write_text("Seeding random numbers with system clock\nBest point: 0.1 0.2 ||| 0.3 => 0.4511\n"
+                   "optimizing\nBest point: 0.1 0.25 ||| 0.35 => 0.5565\nStopping\n", encoding="utf-8")
+    assert mert_bleu(log) == pytest.approx(55.65)
+    log.write_text("Best point: 0.1 0.2 with no score\nkilled\n", encoding="utf-8")
+    assert math.isnan(mert_bleu(log))
+
+
+@pytest.mark.skipif(not os.access(MOSES, os.X_OK), reason=f"the Moses decoder not found in {MOSES.parent}")
+def test_a_run_of_the_route_with_moses_in_the_loop(tmp_path: Path) -> None:
+    route = DecoderTuning(systems=("baseline",), seeds=(1,), nbest_size=5, restarts=2, iterations=1,
+                          rescore="baseline")
+    config = experiment(tmp_path, str(MOSES), decoder_tuning=route)
+    steps = StepRunner(config.output_dir)
+    features = steps.out / "lengths.yaml"
+    features.write_text("features:\n- kind: word-penalty\n", encoding="utf-8")
+    results = run_route(config, steps, placeholder_ini(config, steps), {}, Scoring(steps), features)
+    assert list(results.runs) == ["moses.ini", "baseline", "baseline+rescored"]
+    references = (tmp_path / "val.fr").read_text(encoding="utf-8").splitlines()
+    for runs in results.runs.values():
+        assert len(runs) == 1
+        output = Path(runs[0].test_output)
+        hypotheses = output.read_text(encoding="utf-8").splitlines()
+        assert len(hypotheses) == SENTENCES
+        assert runs[0].test == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [references], tokenize="none").score)
+        assert runs[0].dev == runs[0].test  # dev and test are the same sentences
+    out = steps.out / "decoder-tuning"
+    assert results.runs["moses.ini"][0].test_output == str(out / "moses.ini.test.1best")
+    baseline = results.runs["baseline"][0]
+    assert len(baseline.iterations) == len(baseline.tuned) == 1  # one decoder run
+    assert baseline.test_output == str(out / "baseline" / "seed1.test.1best")
+    assert (out / "baseline" / "seed1.dev.5best").exists() and (out / "baseline" / "seed1.rescored.yaml").exists()
+    # the tuners' wall times: Moses in the loop, and the re-tuning of the rescored lists (named by its output)
+    assert list(results.seconds) == ["tune baseline seed 1", "tune decoder-tuning/baseline/seed1.rescored.yaml"]
+    lines = steps.commands.read_text(encoding="utf-8").splitlines()
+    tune = next(line for line in lines if line.startswith("rerank tune"))
+    assert shlex.split(tune)[:9] == ["rerank", "tune", "--source", config.dev.source, "-r", config.dev.reference,
+                                     "--moses-ini", str(steps.out / "moses.decode.ini"), "-o"]
