@@ -63,7 +63,7 @@ def test_restart_folds_choose_mert_runs_inside_each_cross_validation_part(lists,
     assert tune(lists, tmp_path / "b.yaml", "--restarts", "4", "--restart-folds", "3", "--seed", "2", "--cv", "2") == 0
     assert (tmp_path / "a.yaml").read_text() == (tmp_path / "b.yaml").read_text()
     assert json.loads((tmp_path / "b.cv.json").read_text())["folds"] == 2
-    assert capsys.readouterr().err.count("chosen by 3 held-out folds") == 1 + 1 + 2  # all sentences twice, each part
+    assert capsys.readouterr().err.count("chosen by 3 held-out folds") == 1 + 1 + 2  # a; b and its 2 parts
 
 
 @pytest.mark.parametrize("extra, message", [
