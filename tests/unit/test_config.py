@@ -86,7 +86,7 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_rescore_config_shipped() -> None:
-    config = load_config(RescoreConfig, REPO / "configs" / "rescore.yaml")
+    config = load_config(RescoreConfig, REPO / "configs" / "rescoring" / "rescore.yaml")
     assert [spec["kind"] for spec in config.features] == ["kenlm", "word-penalty", "unk-penalty"]
     assert config.batch_sentences >= 1
 
