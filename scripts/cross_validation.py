@@ -169,6 +169,9 @@ def more_rows(mert: TuneConfig) -> list[Row]:
             per_word=two_forms, pool="union"),
         Row("union-indicators", "union, all-per-word + Unreachable0 + InMoses + InRNNsearch",
             (*MOSES, *PER_WORD, *UNION), mert, per_word=two_forms, pool="union"),
+        *(Row(f"union-indicators-mira-c-{c:g}", f"union-indicators, MIRA, C {c:g}", (*MOSES, *PER_WORD, *UNION),
+              TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), per_word=two_forms, pool="union")
+          for c in (0.01, 0.1)),
         *(dataclasses.replace(row, key=f"union-{row.key}", title=f"union, {row.title} + Unreachable0",
                               features=(*row.features, "Unreachable0"), pool="union")
           for row in moses if row.key in ("per-word-r2l-seed", "per-word-ensemble")),
