@@ -1,6 +1,6 @@
 """rerank train under torchrun: target tokens/s of 1 and 2 processes (one thread each) on the real Multi30k data.
 
-The config is configs/recipe/encdec-2014.yaml with its global batch of 64 pairs (each of 2 processes
+The config is configs/training/recipe/encdec-2014.yaml with its global batch of 64 pairs (each of 2 processes
 takes 32 of them), stopped after ``--updates`` updates and logging every ``--log-every``; the rate is
 that of the log lines after the first (start-up and the first updates left out). The processes share
 the machine with whatever else runs on it, so the load average is printed, and the CPU time of the
@@ -28,7 +28,7 @@ from quick import parse_args
 from rerank.config import load_yaml
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "configs" / "recipe" / "encdec-2014.yaml"
+CONFIG = REPO / "configs" / "training" / "recipe" / "encdec-2014.yaml"
 LOG_LINE = re.compile(r"update (\d+): loss [\d.]+/token, ([\d.]+) updates/s, (\d+) target tokens/s")
 
 

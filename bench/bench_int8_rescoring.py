@@ -1,7 +1,7 @@
 """What int8 neural features cost in BLEU: the all-features rescoring row with fp32 and with int8 features.
 
 Scores the Moses 100-best lists of ``val`` and ``test_2016_flickr`` (``moses-multi30k/nbest``) with
-the five features of ``configs/rescore-multi30k-shipped.yaml`` (the shipped encoder-decoder ``RNN0``
+the five features of ``configs/rescoring/rescore-multi30k-shipped.yaml`` (the shipped encoder-decoder ``RNN0``
 and RNNsearch ``RNNsearch0``, the 4-gram ``LM1``, ``WP1``, ``UNK1``) twice, ``rerank score-nbest
 --precision fp32`` and ``--precision int8``; tunes the 13 weights (Moses' 8 and the 5) with MERT on
 ``val`` from the shipped ``moses.ini``, seeds 1, 2, 3, once on the fp32 lists and once on the int8
@@ -43,7 +43,7 @@ from rerank.formats.nbest import read_nbest  # noqa: E402
 SPLITS = ("val", "test_2016_flickr")
 PRECISIONS = ("fp32", "int8")
 NEURAL = ("RNN0", "RNNsearch0")
-CONFIG = REPO / "configs" / "rescore-multi30k-shipped.yaml"
+CONFIG = REPO / "configs" / "rescoring" / "rescore-multi30k-shipped.yaml"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """Throughput of batched forced-decoding scores on the real Multi30k Moses files: the fast path against
 the reference one in the same run, a naive loop, and this machine's own fp32 matrix-multiply rate.
 
-For each small config (``configs/encdec-small.yaml``, ``configs/rnnsearch-small.yaml``), with a trained
-model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
+For each small config (``configs/training/encdec-small.yaml``, ``configs/training/rnnsearch-small.yaml``), with a
+trained model directory (``--model``) or else random weights and the vocabulary sizes of the config on the real
 training data (throughput does not depend on the weights), it prints:
 
 * phrase pairs/s of :class:`rerank.scoring.pairs.Scorer` on the first ``--pairs`` lines of the real phrase table;
@@ -113,7 +113,8 @@ class Workload:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data", help="the real data")
-    parser.add_argument("--configs", nargs="+", default=["encdec-small", "rnnsearch-small"], help="configs/*.yaml")
+    parser.add_argument("--configs", nargs="+", default=["encdec-small", "rnnsearch-small"],
+                        help="names of configs/training/*.yaml")
     parser.add_argument("--model", type=Path, help="a trained model directory (one config only)")
     parser.add_argument("--pairs", type=int, default=50_000, help="phrase-table lines timed (0: all)")
     parser.add_argument("--naive", type=int, default=300, help="pairs in the naive loop's sample (0: none)")
@@ -246,7 +247,7 @@ def make_scorer(name: str, model_dir: Path | None, device: torch.device | None =
     device = device or torch.device("cpu")
     if model_dir is not None:
         return Scorer.from_loaded(load_model(model_dir, device))
-    config = load_train_config(REPO / "configs" / f"{name}.yaml")
+    config = load_train_config(REPO / "configs" / "training" / f"{name}.yaml")
     data = config.data
 
     def path(name: str) -> Path:

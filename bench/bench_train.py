@@ -112,7 +112,7 @@ def main() -> int:
     print(describe(device))
     disagreements: list[str] = []
     for name in args.configs:
-        config = with_data(load_train_config(REPO / "configs" / f"{name}.yaml"), data)
+        config = with_data(load_train_config(REPO / "configs" / "training" / f"{name}.yaml"), data)
         with tempfile.TemporaryDirectory() as out:
             trainer = Trainer(dataclasses.replace(config, output_dir=out), device=device)
             warm_up = args.warm_up

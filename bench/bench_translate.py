@@ -82,7 +82,7 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 TOK = Path("multi30k") / "tok"
 SOURCE = TOK / "test_2016_flickr.lc.norm.tok.en"
-SMALL_CONFIG = REPO / "configs" / "rnnsearch-small.yaml"
+SMALL_CONFIG = REPO / "configs" / "training" / "rnnsearch-small.yaml"
 MAX_DIFFERENT = 0.005  # share of sentences whose best translation may differ between the paths (float32 ties)
 
 

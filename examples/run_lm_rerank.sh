@@ -21,7 +21,7 @@ out=${1:-runs/lm-rerank}
 mkdir -p "$out"
 
 for split in val test; do
-  rerank score-nbest "$data/$split.100best.gz" --source "$data/$split.en" --config configs/rescore.yaml \
+  rerank score-nbest "$data/$split.100best.gz" --source "$data/$split.en" --config configs/rescoring/rescore.yaml \
     -o "$out/$split.scored.100best.gz"
 done
 

@@ -41,6 +41,8 @@ from rerank.tune.stats import BleuStatistics
 logger = logging.getLogger("cross_validation")
 MOSES = ("Distortion0", "LM0", "WordPenalty0", "PhrasePenalty0", "TranslationModel0")
 NEW = ("RNN0", "RNNsearch0", "LM1", "WP1", "UNK1")
+PER_WORD = ("RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1")
+UNION = ("Unreachable0", "InMoses", "InRNNsearch")  # the union's own features (rerank merge-nbest)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Row:
     config: TuneConfig = field(default_factory=TuneConfig)
     ties: dict[str, tuple[str, ...]] = field(default_factory=dict)
     per_word: tuple[str, ...] = ()  # labels whose per-word form (label + "w") is added
+    pool: str = "moses"  # the lists it reranks: Moses' 100-best (--dev, --test) or their union (--union-*)
 
 
 def load(path: str, reference: str) -> Split:
@@ -145,7 +148,40 @@ def rows(restarts: int) -> list[Row]:
               TuneConfig(optimizer="mira", mira=MiraConfig(c=c))) for c in (0.001, 0.01, 0.1, 1.0)),
         Row("per-word-mira-c-0.1", "all-per-word, MIRA, C 0.1", (*MOSES, "RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1"),
             TuneConfig(optimizer="mira", mira=MiraConfig(c=0.1)), per_word=per_word_forms),
+        *more_rows(mert),
     ]
+
+
+def more_rows(mert: TuneConfig) -> list[Row]:
+    """Rows with RNNsearch of a second seed (``RNNsearch1``) and the right-to-left RNNsearch (``R2L0``) in their
+    per-word forms, a weight each or one weight for the mean (a tie), and the same rows on the union pool."""
+    forms = ("RNN0", "RNNsearch0", "R2L0", "RNNsearch1")
+    ensemble = {"Ens": ("RNNsearch0w", "RNNsearch1w", "R2L0w")}
+    with_r2l = (*MOSES, *PER_WORD, "R2L0w")
+    with_both = (*with_r2l, "RNNsearch1w")
+    moses = [
+        Row("per-word-r2l", "all-per-word + R2L0", with_r2l, mert, per_word=forms),
+        Row("per-word-seed", "all-per-word + RNNsearch1", (*MOSES, *PER_WORD, "RNNsearch1w"), mert, per_word=forms),
+        Row("per-word-r2l-seed", "all-per-word + R2L0 + RNNsearch1, a weight each", with_both, mert, per_word=forms),
+        Row("per-word-ensemble", "all-per-word + R2L0 + RNNsearch1, one weight for the three RNNsearch's mean",
+            with_both, mert, ties=ensemble, per_word=forms),
+        Row("per-word-seeds-tied", "all-per-word + R2L0 + RNNsearch1, one weight for the two seeds' mean", with_both,
+            mert, ties={"Seeds": ("RNNsearch0w", "RNNsearch1w")}, per_word=forms),
+    ]
+    two_forms = ("RNN0", "RNNsearch0")
+    union = [
+        Row("union-all-per-word", "union, all-per-word + Unreachable0", (*MOSES, *PER_WORD, "Unreachable0"), mert,
+            per_word=two_forms, pool="union"),
+        Row("union-indicators", "union, all-per-word + Unreachable0 + InMoses + InRNNsearch",
+            (*MOSES, *PER_WORD, *UNION), mert, per_word=two_forms, pool="union"),
+        *(Row(f"union-indicators-mira-c-{c:g}", f"union-indicators, MIRA, C {c:g}", (*MOSES, *PER_WORD, *UNION),
+              TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), per_word=two_forms, pool="union")
+          for c in (0.01, 0.1)),
+        *(dataclasses.replace(row, key=f"union-{row.key}", title=f"union, {row.title} + Unreachable0",
+                              features=(*row.features, "Unreachable0"), pool="union")
+          for row in moses if row.key in ("per-word-r2l-seed", "per-word-ensemble")),
+    ]
+    return moses + union
 
 
 def spread(values: list[float]) -> str:
@@ -173,6 +209,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dev", required=True)
     parser.add_argument("--test", required=True)
+    parser.add_argument("--union-dev", help="the union pool's scored dev list (the union rows)")
+    parser.add_argument("--union-test", help="the union pool's scored test list")
     parser.add_argument("--dev-ref", required=True)
     parser.add_argument("--test-ref", required=True)
     parser.add_argument("--init", required=True, help="starting weights (Moses' moses.ini)")
@@ -199,10 +237,13 @@ def main() -> int:
                         "dev": [bleu_of(chosen_stats(dev.data, moses_start).sum(axis=0))],
                         "test": [bleu_of(chosen_stats(test.data, _start(init, test.data, args.init)).sum(axis=0))]}
     wanted = set(args.rows.split(",")) if args.rows else None
+    pools = {"moses": (dev, test)}
     for row in rows(args.restarts):
-        if wanted is not None and row.key not in wanted:
+        if wanted is not None and row.key not in wanted or row.pool == "union" and not args.union_dev:
             continue
-        results[row.key] = run_row(row, dev, test, init, args.init, seeds, args.folds)
+        if row.pool not in pools:
+            pools[row.pool] = load(args.union_dev, args.dev_ref), load(args.union_test, args.test_ref)
+        results[row.key] = run_row(row, *pools[row.pool], init, args.init, seeds, args.folds)
         Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
     for key, figures in results.items():
         assert isinstance(figures, dict)

@@ -2,7 +2,7 @@
 
 Each hypothesis gets "Label= v ..." at the end of field 3 ("LM1= -41.3 WP1= -11 UNK1= 0"); every
 other byte of the line stays as it was, so Moses' tools read the result as they read the input.
-The features come from a YAML config (--config configs/rescore-neural.yaml) and from the flags
+The features come from a YAML config (--config configs/rescoring/rescore-neural.yaml) and from the flags
 below, which add to the config's list (--model DIR: a neural model's ln p(hypothesis | source)).
 With --source, n-best ids must be below its number of lines.
 
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", action=StoreOnce, metavar="SRC",
                         help="source text, one sentence per line; n-best ids must be below its line count")
     parser.add_argument("--config", action=StoreOnce, metavar="YAML",
-                        help="features to add, e.g. configs/rescore.yaml")
+                        help="features to add, e.g. configs/rescoring/rescore.yaml")
     parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
                         help="sentences scored together (default from the config: 64)")
     parser.add_argument("--threads", type=positive_int, metavar="N",

@@ -6,13 +6,13 @@ resumes exactly where it stopped. Stopped by Ctrl-C (SIGINT) or SIGTERM, a run f
 at the end of the update and exits with status 130 or 143. Every value is checked when the config is read.
 
 A config whose model.architecture is cslm trains a CSLM instead, a feed-forward n-gram language model of
-the target language (its keys: rerank.training.cslm, configs/cslm.yaml).
+the target language (its keys: rerank.training.cslm, configs/training/cslm.yaml).
 
 Under torchrun (torchrun --nproc-per-node 4 -m rerank train --config C), the processes share each
 update: training.batch_size is the global batch, each process scores every WORLD_SIZE-th pair of it,
 the gradients are averaged (gloo), and process 0 alone validates, logs and writes the model
 directory; a stopped run resumes exactly with the same number of processes. The config's
-keys, with their defaults (configs/*.yaml are examples; those reading ../shared/data need it;
+keys, with their defaults (configs/training/ holds examples; those reading ../shared/data need it;
 data needs either train or phrase_table):
 """
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="training config (see configs/*.yaml)")
+    parser.add_argument("--config", required=True, help="training config (see configs/training/)")
     parser.add_argument("--output-dir", help="model directory (overrides output_dir of the config)")
     parser.add_argument("--threads", type=positive_int, help="CPU threads (overrides training.threads)")
     parser.add_argument("--seed", type=int, help="random seed (overrides training.seed): another model of an ensemble")

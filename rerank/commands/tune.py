@@ -22,8 +22,9 @@ jobs ("qsub -sync y -b y -cwd {command}", "srun {command}"), and the parts' n-be
 with the whole source's sentence ids (see rerank.tune.parallel), as moses-parallel.pl does.
 
 The weights are written as YAML and, with --moses-ini (or --output-ini), into a copy of that moses.ini. Settings come
-from --config (see configs/tune.yaml); the flags below override single ones. With --nbest, a warning where the lists'
-hypotheses and the references are tokenized differently (as `rerank evaluate`): BLEU would steer the weights wrong.
+from --config (see configs/tuning/tune.yaml); the flags below override single ones. With --nbest, a warning where
+the lists' hypotheses and the references are tokenized differently (as `rerank evaluate`): BLEU would steer the
+weights wrong.
 
 On fixed lists, --cv K also estimates what the weights carry over to unseen sentences: the sentences are dealt into K
 folds (seeded), the weights tuned on K-1 folds rerank the held-out one, and one BLEU over every held-out 1-best is
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where --decoder runs keep their n-best lists and logs (default: OUTPUT with the "
                              "suffix .work, beside the weights); a stopped run resumes from it")
     add_tuned_features_arguments(parser)
-    parser.add_argument("--config", metavar="YAML", help="tuning settings (defaults: configs/tune.yaml)")
+    parser.add_argument("--config", metavar="YAML", help="tuning settings (defaults: configs/tuning/tune.yaml)")
     parser.add_argument("--optimizer", choices=tuple(OPTIMIZERS), help="overrides optimizer: " + ", ".join(
         f"{name}, {kind.description}" for name, kind in OPTIMIZERS.items()))
     parser.add_argument("--seed", type=int, help="overrides seed")

@@ -1,5 +1,5 @@
-"""The study's report: ``results.md`` (the tables: mean ± sd over seeds, one line per system; the models; BLEU by
-source length; the timings) and ``results.json``."""
+"""The study's report: ``results.md`` (the tables: mean ± sd over seeds, one line per system, and the row the
+cross-validated BLEU chooses; the models; BLEU by source length; the timings) and ``results.json``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import json
 import logging
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,31 @@ class Score:
         """One run's figures from its ``rerank tune --cv-output`` JSON."""
         self.cv.append(float(report["bleu"]))
         self.cv_fold_sd.append(float(report["fold_sd"]))
+
+
+def chosen_rows(scores: Mapping[str, Score]) -> tuple[str, str] | None:
+    """The row of the highest mean cross-validated BLEU, and the row of the highest mean dev BLEU among the same
+    candidates (the rows with CV figures), each the earlier in ``scores``' order on a tie; None where no row has
+    CV figures."""
+    candidates = [name for name, score in scores.items() if score.cv]
+    if not candidates:
+        return None
+    return (max(candidates, key=lambda name: statistics.mean(scores[name].cv)),
+            max(candidates, key=lambda name: statistics.mean(scores[name].dev)))
+
+
+def choice_line(scores: Mapping[str, Score], folds: int, optimizer: str) -> str | None:
+    """The sentence under the results table: the row the cross-validated BLEU chooses, with its CV and test BLEU,
+    and the row dev BLEU alone would choose where it differs (see :func:`chosen_rows`)."""
+    chosen = chosen_rows(scores)
+    if chosen is None:
+        return None
+    by_cv, by_dev = chosen
+    line = (f"Chosen by the {folds}-fold CV BLEU ({optimizer.upper()}): {by_cv} (CV "
+            f"{statistics.mean(scores[by_cv].cv):.2f}, test {statistics.mean(scores[by_cv].test):.2f})")
+    if by_dev != by_cv:
+        line += f"; dev alone would have chosen {by_dev} (CV {statistics.mean(scores[by_dev].cv):.2f})"
+    return line + "."
 
 
 def bleu(config: ExperimentConfig, path: Path, split: str) -> float:
@@ -153,6 +178,7 @@ class Report:
         self.lines: list[str] = []
         self.data: dict[str, Any] = {}
         self.tuned_systems: list[tuple[str, str]] = []  # (name, test 1-best) for BLEU by source length
+        self.choice: str | None = None  # the row the cross-validated BLEU chooses, a sentence
 
     def bleu(self, path: Path, split: str) -> float:
         return bleu(self.config, path, split)
@@ -180,6 +206,7 @@ class Report:
                     lines.append(table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
                                            {first: Score([alone["ensemble"]["dev"]], [alone["ensemble"]["test"]])},
                                            c.optimizers, cv=cv))
+        self.choice = choice_line({row.title: results[row.key][first] for row in rows}, c.cv_folds, first)
         self.lines += [
             f"Tuned on dev ({c.dev.source}), tested on {c.test.source}.",
             f"Tuned rows: mean ± standard deviation over seeds {', '.join(map(str, c.seeds))}; the oracle BLEU "
@@ -187,7 +214,7 @@ class Report:
             *([f"CV BLEU: {c.cv_folds}-fold cross-validation of each tuning run on dev (rerank tune --cv): one BLEU "
                "over every dev sentence's 1-best chosen by weights tuned on the other folds, what carries over to "
                "unseen sentences; beside it, the standard deviation over the folds."] if cv else []),
-            "", *lines, "",
+            "", *lines, "", *([self.choice, ""] if self.choice else []),
             f"RNN encoder-decoder alone (beam {c.beam}): dev {alone['encdec']['dev']:.2f}, "
             f"test {alone['encdec']['test']:.2f}.", ""]
         self.tuned_systems = [("Moses", str(out / "tuning" / "moses" / "moses.ini.test.1best")),
@@ -237,6 +264,8 @@ class Report:
                                                                   for name, timing in timings.items()},
                  "total_time": dataclasses.asdict(total)}, indent=2))
         logger.info("wrote %s", path)
+        if self.choice:
+            logger.info("%s", self.choice)
         return path
 
 

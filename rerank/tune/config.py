@@ -1,7 +1,7 @@
 """Settings of ``rerank tune``: the optimisers, BLEU, and the decoder loop. Defaults are Moses', but that
 PRO and MIRA standardise the features (``standardize: false`` gives Moses' ``pro`` and ``kbmira``).
 
-``configs/tune.yaml`` spells out every default; command-line flags override single values.
+``configs/tuning/tune.yaml`` spells out every default; command-line flags override single values.
 """
 
 from __future__ import annotations

@@ -65,11 +65,11 @@ def test_score_nbest_appends_lm_wp_unk_and_keeps_other_bytes(multi30k_slice: dic
 def test_score_nbest_with_the_shipped_config(multi30k_slice: dict[str, Path], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """configs/rescore.yaml uses the sample LM, which scores the sample's sentences as the full model did for
+    """configs/rescoring/rescore.yaml uses the sample LM, which scores the sample's sentences as the full model did for
     Moses' LM0; an LM given by flags comes after the config's features."""
     monkeypatch.chdir(REPO)
     from_config, from_flags = tmp_path / "config.txt", tmp_path / "flags.txt"
-    assert run(["score-nbest", multi30k_slice["nbest"], "--config", "configs/rescore.yaml", "--lm-oov",
+    assert run(["score-nbest", multi30k_slice["nbest"], "--config", "configs/rescoring/rescore.yaml", "--lm-oov",
                 "--lm", multi30k_slice["lm"], "--lm-label", "LM2", "-o", from_config], capsys)[0] == 0
     with pytest.raises(SystemExit) as exit_status:  # one --lm only; more in the config
         run(["score-nbest", multi30k_slice["nbest"], "--lm", "examples/data/lm.fr.4.sample.arpa.gz",

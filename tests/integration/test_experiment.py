@@ -86,7 +86,7 @@ def check_table_against_outputs(results_md: str, run: Path, experiment: dict, op
     assert cells_of("Moses baseline (its own weights)")[:2] == [
         sacrebleu_of(run / "tuning" / "moses" / f"moses.ini.{split}.1best", reference)
         for split, reference in (("dev", dev), ("test", test))]
-    checked = 1
+    checked, held_out_bleu = 1, {}
     for row in ROWS:
         cells = cells_of(row.title)
         expected = [sacrebleu_of(run / "tuning" / row.key / f"{optimizers[0]}-seed1.dev.1best", dev)]
@@ -95,7 +95,14 @@ def check_table_against_outputs(results_md: str, run: Path, experiment: dict, op
         assert cells[:1 + len(optimizers)] == expected, row.title
         held_out = json.loads((run / "tuning" / row.key / f"{optimizers[0]}-seed1.cv.json").read_text())
         assert table_cells(results_md, row.title)[1] == f"{held_out['bleu']:.2f} (folds ± {held_out['fold_sd']:.2f})"
+        held_out_bleu[row.title] = held_out["bleu"]
         checked += 1
+    # Under the table, the row of the highest CV BLEU (the earlier on a tie), with its CV and test BLEU.
+    chosen = max(held_out_bleu, key=lambda title: held_out_bleu[title])
+    choice = [line for line in results_md.splitlines() if line.startswith("Chosen by the ")]
+    assert len(choice) == 1 and choice[0].startswith(
+        f"Chosen by the {experiment['cv_folds']}-fold CV BLEU ({optimizers[0].upper()}): {chosen} (CV "
+        f"{held_out_bleu[chosen]:.2f}, test {cells_of(chosen)[1]})"), choice
     alone = [title for title in (line.split("|")[1].strip() for line in results_md.splitlines()
                                  if line.startswith("| RNNsearch alone"))]
     assert len(alone) == 1
@@ -183,6 +190,7 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title.replace("RNNsearch n-best", "Ensemble n-best")
                                                         for row in (*ROWS, *rows))]:
         assert f"| {title} |" in results
+    assert "Chosen by the " not in results  # no cross-validation (cv_folds: 0), no row chosen by it
     # union_with: ensemble: the union rows join the ensemble's n-best list to Moses'
     with gzip.open(run / "dev.union.scored.gz", "rt", encoding="utf-8") as f:
         assert "InEnsemble=" in f.readline()

@@ -61,7 +61,7 @@ def test_the_config_file_in_the_repository_is_the_defaults():
     from rerank.config import load_config
     from rerank.tune.config import TuneConfig
 
-    path = Path(__file__).resolve().parents[2] / "configs" / "tune.yaml"
+    path = Path(__file__).resolve().parents[2] / "configs" / "tuning" / "tune.yaml"
     assert load_config(TuneConfig, path) == TuneConfig()
 
 

@@ -16,12 +16,11 @@ from rerank.training.config import CSLMTrainConfig, load_train_config, read_trai
 from rerank.tune.config import TuneConfig
 
 REPO = Path(__file__).resolve().parents[2]
-EXPERIMENTS = sorted((REPO / "configs" / "experiments").glob("*.yaml"))
-TRAINING = sorted([*(REPO / "configs").glob("encdec*.yaml"), *(REPO / "configs").glob("rnnsearch*.yaml"),
-                   *(REPO / "configs" / "recipe").glob("*.yaml"), *(REPO / "configs" / "shipped").glob("*.yaml"),
-                   *(REPO / "configs" / "sample").glob("*.yaml")])
-RESCORING = sorted([*(REPO / "configs").glob("rescore*.yaml"), REPO / "configs" / "consensus.yaml"])
-TUNING, CSLM = REPO / "configs" / "tune.yaml", REPO / "configs" / "cslm.yaml"
+CONFIGS = REPO / "configs"
+EXPERIMENTS = sorted((CONFIGS / "experiments").glob("*.yaml"))
+TUNING, CSLM = CONFIGS / "tuning" / "tune.yaml", CONFIGS / "training" / "cslm.yaml"
+TRAINING = sorted(path for path in (CONFIGS / "training").rglob("*.yaml") if path != CSLM)
+RESCORING = sorted((CONFIGS / "rescoring").glob("*.yaml"))
 
 
 def named_files(config: ExperimentConfig) -> list[str]:
@@ -31,7 +30,7 @@ def named_files(config: ExperimentConfig) -> list[str]:
 
 
 def test_there_are_configs_to_check() -> None:
-    assert len(EXPERIMENTS) >= 10 and len(TRAINING) >= 15
+    assert len(EXPERIMENTS) >= 10 and len(TRAINING) >= 15 and len(RESCORING) >= 4
 
 
 @pytest.mark.parametrize("path", TRAINING, ids=lambda p: str(p.relative_to(REPO)))
@@ -62,4 +61,5 @@ def test_the_tuning_and_cslm_configs_load() -> None:
 
 def test_every_config_in_the_repository_is_loaded_here() -> None:
     loaded = {*EXPERIMENTS, *TRAINING, *RESCORING, TUNING, CSLM}
-    assert sorted(set((REPO / "configs").rglob("*.yaml")) - loaded) == []
+    assert sorted(set(CONFIGS.rglob("*.yaml")) - loaded) == []
+    assert sorted(CONFIGS.glob("*.yaml")) == []  # each config in the folder of its use (configs/README.md)

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_rescore_config_shipped() -> None:
-    config = load_config(RescoreConfig, REPO / "configs" / "rescore.yaml")
+    config = load_config(RescoreConfig, REPO / "configs" / "rescoring" / "rescore.yaml")
     assert [spec["kind"] for spec in config.features] == ["kenlm", "word-penalty", "unk-penalty"]
     assert config.batch_sentences >= 1
 
