@@ -134,6 +134,11 @@ def rows(restarts: int) -> list[Row]:
         Row("per-word-mert-average", "all-per-word, MERT: the mean of the best 5 runs' weights",
             (*MOSES, "RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1"),
             dataclasses.replace(mert, mert=MertConfig(restarts=restarts, average=5)), per_word=per_word_forms),
+        Row("all-mert-restart-folds", "all, MERT: the run of the starting point best on 5 held-out folds", everything,
+            dataclasses.replace(mert, mert=MertConfig(restarts=restarts, restart_folds=5))),
+        Row("per-word-mert-restart-folds", "all-per-word, MERT: the run of the starting point best on 5 held-out "
+            "folds", (*MOSES, "RNN0w", "RNNsearch0w", "LM1", "WP1", "UNK1"),
+            dataclasses.replace(mert, mert=MertConfig(restarts=restarts, restart_folds=5)), per_word=per_word_forms),
         *(Row(f"all-pro-l2-{l2:g}", f"all, PRO, l2 {l2:g}", everything,
               TuneConfig(optimizer="pro", pro=ProConfig(l2=l2)))
           for l2 in (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)),

@@ -30,7 +30,8 @@ On fixed lists, --cv K also estimates what the weights carry over to unseen sent
 folds (seeded), the weights tuned on K-1 folds rerank the held-out one, and one BLEU over every held-out 1-best is
 printed beside the tuning set's and written to OUTPUT.cv.json with each fold's (see rerank.tune.crossval). With
 --choose pro.l2=0.1,1,10 the setting of the best cross-validated BLEU tunes the weights; --tie NMT=RNNsearch0+R2L0
-tunes features as one (their mean under one weight); --average-seeds N averages N runs' weights.
+tunes features as one (their mean under one weight); --average-seeds N averages N runs' weights; --restart-folds K
+keeps the MERT run whose starting point does best on held-out folds (see rerank.tune.mert).
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="overrides seed")
     parser.add_argument("--restarts", type=positive_int, help="overrides mert.restarts")
     parser.add_argument("--random-directions", type=int, metavar="N", help="overrides mert.random_directions")
+    parser.add_argument("--restart-folds", type=fold_count, metavar="K",
+                        help="MERT: keep the run of the starting point whose runs on K-1 folds of the sentences do "
+                             "best on the held-out one, rather than the run of the best tuning-set BLEU (K+1 times "
+                             "the runs); overrides mert.restart_folds")
     parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
                         help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
                              "mert-moses.pl's --range); sets mert.feature_bounds")
@@ -151,7 +156,8 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
     bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
     return with_overrides(config, {
         "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,
-        "mert.random_directions": args.random_directions, "mert.feature_bounds": bounds,
+        "mert.random_directions": args.random_directions, "mert.restart_folds": args.restart_folds,
+        "mert.feature_bounds": bounds,
         "pro.standardize": args.standardize, "mira.standardize": args.standardize,
         "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
         "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase, "average_seeds": args.average_seeds,

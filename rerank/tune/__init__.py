@@ -5,6 +5,7 @@
 ``data``: n-best lists (merged across tuning iterations) as arrays.
 ``derived``: features made from a list's own columns while tuning: tied weights, per-word forms.
 ``envelope``: Och's exact line search.
+``folds``: the tuning sentences dealt into k folds, for cross-validation and MERT's held-out choice of a run.
 ``loop``: decode, accumulate, re-optimise, as ``mert-moses.pl``.
 ``mert``: minimum error rate training.
 ``mira``: batch k-best MIRA.

@@ -38,6 +38,9 @@ class MertConfig:
                                    # Moses' mert stops at 1e-4 on its 0-1 scale, 100 times sooner
     max_iterations: int = 1000     # a bound on iterations per run, never reached in practice
     average: int = 1               # the weights (L1-normalised) of the best N runs averaged; 1: the best run's
+    # K (at least 2): the best run is that of the starting point whose runs on K-1 folds of the sentences choose
+    # the best held-out 1-bests, all K folds' pooled (K+1 times the runs); 0: that of the highest tuning-set BLEU
+    restart_folds: int = 0
 
     def __post_init__(self) -> None:
         if self.restarts < 1:
@@ -51,6 +54,8 @@ class MertConfig:
         if self.random_directions < 0:
             raise ValueError(f"mert.random_directions must be at least 0, got {self.random_directions}")
         at_least(self, 1, "average")
+        if self.restart_folds == 1 or self.restart_folds < 0:
+            raise InvalidValue("restart_folds", "0 (the tuning set's best run) or at least 2", self.restart_folds)
 
 
 @dataclass(frozen=True)

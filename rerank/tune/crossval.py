@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import ConfigError, RerankError
+from rerank.errors import ConfigError
 from rerank.tune.config import TuneConfig
 from rerank.tune.data import TuningData
+from rerank.tune.folds import fold_assignment, subset
 from rerank.tune.mert import l1_normalised
 from rerank.tune.optimize import optimize
 from rerank.tune.stats import NUM_STATS, log_bleu
@@ -60,22 +61,6 @@ class CrossValidated:
     def describe(self) -> str:
         return (f"{self.folds}-fold cross-validated BLEU {self.bleu:.2f} (held-out folds: {self.fold_mean:.2f} ± "
                 f"{self.fold_sd:.2f}; tuned folds: {statistics.mean(self.fitted_bleu):.2f})")
-
-
-def fold_assignment(num_sentences: int, folds: int, seed: int) -> np.ndarray:
-    """The fold (0..k-1) of each sentence (S,): a seeded shuffle dealt round, so sizes differ by at most one."""
-    if not 2 <= folds <= num_sentences:
-        raise RerankError(f"cross-validation needs 2 to {num_sentences} folds (one sentence each at least), "
-                         f"got {folds}")
-    assignment = np.empty(num_sentences, dtype=np.int64)
-    assignment[np.random.default_rng(seed).permutation(num_sentences)] = np.arange(num_sentences) % folds
-    return assignment
-
-
-def subset(data: TuningData, sentences: np.ndarray) -> TuningData:
-    """The sentences ``sentences`` (a mask (S,) or indices) of ``data``."""
-    return replace(data, features=data.features[sentences], stats=data.stats[sentences],
-                   counts=data.counts[sentences])
 
 
 def bleu_of(stats: np.ndarray) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,12 +31,13 @@ from rerank.tune.crossval import (
     candidates,
     choose,
     cross_validate,
-    fold_assignment,
     tuner,
 )
 from rerank.tune.data import NBestPool, aligned_weights
 from rerank.tune.derived import tie
+from rerank.tune.folds import fold_assignment
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
+from rerank.tune.mert import check_restart_folds
 from rerank.tune.parallel import Jobs
 from rerank.tune.registry import check_optimizer
 from rerank.tune.stats import BleuStatistics
@@ -109,10 +110,14 @@ class Tuning:
         if tied is not None:
             data, start = tied.data, tied.start(start)
         cv, choice, config = self.config.cv, None, self.config
+        settings = candidates(config) if cv.choose else {"": config}
         if cv.folds:
             fold_assignment(data.num_sentences, cv.folds, cv.seed)  # too many folds: said before any tuning
+            part = data.num_sentences - -(-data.num_sentences // cv.folds)  # all but the largest fold
+            _check_restart_folds(part, settings.values(), f"on the {part} sentences of a cross-validation part")
+        else:
+            _check_restart_folds(data.num_sentences, settings.values())
         if cv.choose:  # every candidate cross-validated; the best one tunes on all sentences
-            settings = candidates(config)
             choice = choose(data, start, {name: tuner(c) for name, c in settings.items()}, cv.folds, cv.seed)
             config = settings[choice.chosen]
             logger.info("chosen by %d-fold cross-validation: %s", cv.folds, choice.chosen)
@@ -132,6 +137,7 @@ class Tuning:
         if source_lines != len(self.references[0]):
             raise FormatError(str(source), None, f"{len(self.references[0])} lines, as {self.reference_names[0]} "
                               "has", got=f"{source_lines} lines")
+        _check_restart_folds(source_lines, [self.config])
         loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs)
         result = loop.run(self.initial, self.start)
         return self._result(result.weights, result.layout, result.iterations, result.converged)
@@ -141,6 +147,13 @@ class Tuning:
         score = self.bleu.score(self.pool.data().corpus_stats(weights))
         return TuneResult(as_weights(weights, layout), score, self.bleu.signature(), len(self.pool.files),
                           self.pool.size, iterations, converged)
+
+
+def _check_restart_folds(sentences: int, configs: Iterable[TuneConfig], of: str = "") -> None:
+    """MERT's ``restart_folds`` against the fewest sentences one of its calls tunes on: said before any tuning."""
+    for config in configs:
+        if config.optimizer == "mert":
+            check_restart_folds(sentences, config.mert, of)
 
 
 def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike[str]) -> None:

@@ -1,5 +1,5 @@
 """``rerank tune --cv``: the cross-validated BLEU printed and written as JSON beside the weights; settings chosen by
-it; ties and seed averaging from the command line."""
+it; MERT's runs chosen by held-out folds; ties and seed averaging from the command line."""
 
 from __future__ import annotations
 
@@ -56,9 +56,22 @@ def test_tie_shares_one_weight_among_its_features(lists, tmp_path):
     assert weights["lm"] == pytest.approx(weights["w"])
 
 
+def test_restart_folds_choose_mert_runs_inside_each_cross_validation_part(lists, tmp_path, capsys):
+    """--restart-folds K: MERT keeps the run of the held-out folds' best starting point, on all sentences and on
+    each outer fold's training part; the same seed gives the same weights."""
+    assert tune(lists, tmp_path / "a.yaml", "--restarts", "4", "--restart-folds", "3", "--seed", "2") == 0
+    assert tune(lists, tmp_path / "b.yaml", "--restarts", "4", "--restart-folds", "3", "--seed", "2", "--cv", "2") == 0
+    assert (tmp_path / "a.yaml").read_text() == (tmp_path / "b.yaml").read_text()
+    assert json.loads((tmp_path / "b.cv.json").read_text())["folds"] == 2
+    assert capsys.readouterr().err.count("chosen by 3 held-out folds") == 1 + 1 + 2  # a; b and its 2 parts
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--cv-output", "x.json"], "--cv-output is written by cross-validation: give --cv K"),
     (["--cv", "11"], "cross-validation needs 2 to 10 folds"),
+    (["--restart-folds", "11"], "mert.restart_folds needs 2 to 10 folds"),
+    (["--restart-folds", "6", "--cv", "2"],
+     "mert.restart_folds (on the 5 sentences of a cross-validation part) needs 2 to 5 folds"),
     (["--tie", "X=lm+nothing"], "tie X: the n-best list has no feature nothing"),
     (["--config", str(FIXTURES / "init.yaml")], "unknown key 'd'"),
 ])

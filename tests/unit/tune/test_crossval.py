@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rerank.config import load_config
-from rerank.errors import ConfigError, RerankError
+from rerank.errors import ConfigError
 from rerank.tune.config import CrossValidationConfig, MertConfig, TuneConfig
 from rerank.tune.crossval import (
     bleu_of,
@@ -18,25 +18,15 @@ from rerank.tune.crossval import (
     choose,
     chosen_stats,
     cross_validate,
-    fold_assignment,
     seed_averaged,
-    subset,
     tuner,
 )
 from rerank.tune.data import TuningData
+from rerank.tune.folds import fold_assignment, subset
 from rerank.tune.mert import l1_normalised, mert, mert_bounds
 from rerank.tune.optimize import corpus_bleu
 
 FAST = TuneConfig(mert=MertConfig(restarts=2))
-
-
-def test_folds_cover_every_sentence_once_in_near_equal_sizes_and_follow_the_seed():
-    folds = fold_assignment(23, 5, seed=3)
-    assert sorted(np.bincount(folds)) == [4, 4, 5, 5, 5]
-    assert np.array_equal(folds, fold_assignment(23, 5, seed=3))
-    assert not np.array_equal(folds, fold_assignment(23, 5, seed=4))
-    with pytest.raises(RerankError, match="2 to 3 folds"):
-        fold_assignment(3, 4, seed=1)
 
 
 def test_held_out_sentences_are_chosen_by_weights_not_tuned_on_them(val_slice):
