@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,11 +52,13 @@ WORD_PENALTY = "WP0"  # −(number of words), Moses' WordPenalty
 
 def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens], config: SearchConfig,
               batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu",
-              sort_window: int = SORT_WINDOW, batch_tokens: int | None = None) -> Iterator[list[Hypothesis]]:
+              sort_window: int = SORT_WINDOW, batch_tokens: int | None = None,
+              searched: Callable[[int], object] | None = None) -> Iterator[list[Hypothesis]]:
     """The n-best hypotheses of each sentence, in input order, translated ``batch_size`` at a time
     (sentences sorted by length within windows of ``sort_window`` batches), or with ``batch_tokens`` in
     batches of as many sentences of the window as fit in that many padded source tokens (sentences × the
-    longest, ``</s>`` included); a right-to-left model's are turned to read left to right."""
+    longest, ``</s>`` included); a right-to-left model's are turned to read left to right. ``searched`` is
+    told each batch's size as it is searched (a window's sentences come out only once all are)."""
     ids = to_ids(sentences, src_vocab)
     reverse = model.config.reverse_target
     for chunk in chunks(ids, batch_size * sort_window):
@@ -68,6 +70,8 @@ def translate(model: Seq2Seq, src_vocab: Vocabulary, sentences: Sequence[Tokens]
             src, src_len = pad([chunk[i] for i in batch])
             for i, hypotheses in zip(batch, beam_search(model, src.to(device), src_len, config), strict=True):
                 results[i] = [left_to_right(h) for h in hypotheses] if reverse else hypotheses
+            if searched is not None:
+                searched(len(batch))
         yield from results
 
 
@@ -107,8 +111,9 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
     model = loaded.model
     require_attention_for(model, alignments=bool(outputs.alignments), attention=bool(outputs.attention),
                           unk_replace=dictionary is not None)
-    results = translate(model, loaded.src_vocab, sentences, config, batch_size, device, batch_tokens=batch_tokens)
     progress = progress_bar("sentences", len(sentences), enabled=show_progress)
+    results = translate(model, loaded.src_vocab, sentences, config, batch_size, device, batch_tokens=batch_tokens,
+                        searched=progress.update)
     with contextlib.ExitStack() as files:
         out = files.enter_context(atomic_output(outputs.output))
         alignments = files.enter_context(atomic_output(outputs.alignments)) if outputs.alignments else None
@@ -135,7 +140,6 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
             if attention is not None and best is not None:
                 record = attention_record(sentence_id, source, words[0], best)
                 attention.write(json.dumps(record, ensure_ascii=False) + "\n")
-            progress.update()
 
         with Behind(write, depth=BATCH_SIZE * SORT_WINDOW, enabled=overlap) as writer:
             for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):

@@ -25,3 +25,16 @@ def test_translate_returns_input_order_across_batches_and_windows() -> None:
         [alone] = beam_search(model, src, src_len, config)
         assert [h.tokens for h in hypotheses] == [h.tokens for h in alone]
         assert all(math.isclose(a.score, b.score, abs_tol=1e-9) for a, b in zip(hypotheses, alone, strict=True))
+
+
+def test_each_batch_is_counted_as_it_is_searched_before_its_window_comes_out() -> None:
+    sentences = [["w1"] * (1 + i % 5) for i in range(10)]
+    vocab = Vocabulary(["<pad>", "<unk>", "<s>", "</s>", "w1"])
+    model = tiny_model(tiny_config(), src_vocab=len(vocab))
+    searched: list[int] = []
+    results = translate(model, vocab, sentences, SearchConfig(beam_size=2), batch_size=3, sort_window=2,
+                        searched=searched.append)
+    next(results)
+    assert searched == [3, 3]  # the first window's two batches, before its first sentence is given
+    list(results)
+    assert sum(searched) == 10 and len(searched) == 4
