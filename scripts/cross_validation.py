@@ -11,6 +11,9 @@ between them, and adds the per-word forms of RNN0 and RNNsearch0 (their ln p ove
       --dev-ref ../shared/data/multi30k/tok/val.lc.norm.tok.fr \
       --test-ref ../shared/data/multi30k/tok/test_2016_flickr.lc.norm.tok.fr \
       --init ../shared/data/moses-multi30k/model/moses.ini -o runs/cv/rows.json
+
+The ``union-*`` rows rerank the union pool (Moses' list joined by RNNsearch's, ``rerank merge-nbest --moses-ini``,
+scored alike), given as ``--union-dev`` and ``--union-test``; without them they are left out.
 """
 
 from __future__ import annotations
@@ -153,35 +156,38 @@ def rows(restarts: int) -> list[Row]:
 
 
 def more_rows(mert: TuneConfig) -> list[Row]:
-    """Rows with RNNsearch of a second seed (``RNNsearch1``) and the right-to-left RNNsearch (``R2L0``) in their
-    per-word forms, a weight each or one weight for the mean (a tie), and the same rows on the union pool."""
-    forms = ("RNN0", "RNNsearch0", "R2L0", "RNNsearch1")
+    """Rows with the right-to-left RNNsearch (``R2L0``) and RNNsearch of a second seed (``RNNsearch1``) in their
+    per-word forms, a weight each or one weight for the three RNNsearch's mean (a tie), on Moses' lists and on the
+    union pool, whose own features are ``Unreachable0`` and the indicators ``InMoses``, ``InRNNsearch``."""
+    two = ("RNN0", "RNNsearch0")
+    three, four = (*two, "R2L0"), (*two, "R2L0", "RNNsearch1")
     ensemble = {"Ens": ("RNNsearch0w", "RNNsearch1w", "R2L0w")}
-    with_r2l = (*MOSES, *PER_WORD, "R2L0w")
-    with_both = (*with_r2l, "RNNsearch1w")
-    moses = [
-        Row("per-word-r2l", "all-per-word + R2L0", with_r2l, mert, per_word=forms),
-        Row("per-word-seed", "all-per-word + RNNsearch1", (*MOSES, *PER_WORD, "RNNsearch1w"), mert, per_word=forms),
-        Row("per-word-r2l-seed", "all-per-word + R2L0 + RNNsearch1, a weight each", with_both, mert, per_word=forms),
+    base = (*MOSES, *PER_WORD)
+    mira = TuneConfig(optimizer="mira", mira=MiraConfig(c=0.1))
+    return [
+        Row("per-word-r2l", "all-per-word + R2L0", (*base, "R2L0w"), mert, per_word=three),
+        Row("per-word-r2l-seed", "all-per-word + R2L0 + RNNsearch1, a weight each", (*base, "R2L0w", "RNNsearch1w"),
+            mert, per_word=four),
         Row("per-word-ensemble", "all-per-word + R2L0 + RNNsearch1, one weight for the three RNNsearch's mean",
-            with_both, mert, ties=ensemble, per_word=forms),
-        Row("per-word-seeds-tied", "all-per-word + R2L0 + RNNsearch1, one weight for the two seeds' mean", with_both,
-            mert, ties={"Seeds": ("RNNsearch0w", "RNNsearch1w")}, per_word=forms),
+            (*base, "R2L0w", "RNNsearch1w"), mert, ties=ensemble, per_word=four),
+        Row("union-all-per-word", "union, all-per-word + Unreachable0", (*base, "Unreachable0"), mert, per_word=two,
+            pool="union"),
+        Row("union-indicators", "union, all-per-word + Unreachable0 + InMoses + InRNNsearch", (*base, *UNION), mert,
+            per_word=two, pool="union"),
+        *(Row(f"union-indicators-mira-c-{c:g}", f"union-indicators, MIRA, C {c:g}", (*base, *UNION),
+              TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), per_word=two, pool="union") for c in (0.01, 0.1)),
+        Row("union-indicators-r2l", "union-indicators + R2L0", (*base, *UNION, "R2L0w"), mert, per_word=three,
+            pool="union"),
+        Row("union-indicators-r2l-seed", "union-indicators + R2L0 + RNNsearch1, a weight each",
+            (*base, *UNION, "R2L0w", "RNNsearch1w"), mert, per_word=four, pool="union"),
+        Row("union-indicators-ensemble", "union-indicators + R2L0 + RNNsearch1, one weight for the three RNNsearch's "
+            "mean", (*base, *UNION, "R2L0w", "RNNsearch1w"), mert, ties=ensemble, per_word=four, pool="union"),
+        *(Row(f"union-indicators-r2l-mira-c-{c:g}", f"union-indicators + R2L0, MIRA, C {c:g}",
+              (*base, *UNION, "R2L0w"), TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), per_word=three,
+              pool="union") for c in (0.01, 0.1, 1.0)),
+        Row("union-indicators-ensemble-mira-c-0.1", "union-indicators-ensemble, MIRA, C 0.1",
+            (*base, *UNION, "R2L0w", "RNNsearch1w"), mira, ties=ensemble, per_word=four, pool="union"),
     ]
-    two_forms = ("RNN0", "RNNsearch0")
-    union = [
-        Row("union-all-per-word", "union, all-per-word + Unreachable0", (*MOSES, *PER_WORD, "Unreachable0"), mert,
-            per_word=two_forms, pool="union"),
-        Row("union-indicators", "union, all-per-word + Unreachable0 + InMoses + InRNNsearch",
-            (*MOSES, *PER_WORD, *UNION), mert, per_word=two_forms, pool="union"),
-        *(Row(f"union-indicators-mira-c-{c:g}", f"union-indicators, MIRA, C {c:g}", (*MOSES, *PER_WORD, *UNION),
-              TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), per_word=two_forms, pool="union")
-          for c in (0.01, 0.1)),
-        *(dataclasses.replace(row, key=f"union-{row.key}", title=f"union, {row.title} + Unreachable0",
-                              features=(*row.features, "Unreachable0"), pool="union")
-          for row in moses if row.key in ("per-word-r2l-seed", "per-word-ensemble")),
-    ]
-    return moses + union
 
 
 def spread(values: list[float]) -> str:
