@@ -1,5 +1,5 @@
 """Plain helpers for the tests: reading and writing files, finding what an atomic write left behind, a tiny
-language model and a truncated one, hypotheses without their source, and hand-made tuning lists."""
+language model and a truncated one, hypotheses without their source, and hand-made and random tuning lists."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from rerank.formats.nbest import FeatureLayout
 from rerank.tune.data import TuningData
+from rerank.tune.stats import NUM_STATS
 
 
 def content(path: Path) -> bytes:
@@ -116,3 +117,23 @@ def hand_made(features: list[list[float]], stats: list[list[int]]) -> TuningData
     return TuningData(FeatureLayout(tuple(f"F{i}" for i in range(dims)), (1,) * dims),
                       np.array([features], dtype=np.float64), np.array([stats], dtype=np.int64),
                       np.array([len(features)]))
+
+
+def random_tuning_data(seed: int, sentences: int = 6, size: int = 7, dims: int = 3) -> TuningData:
+    """Small integer features (many equal slopes and ties) and random BLEU statistics."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, size + 1, sentences)
+    features = rng.integers(-3, 4, (sentences, size, dims)).astype(np.float64)
+    stats = np.zeros((sentences, size, NUM_STATS), dtype=np.int64)
+    stats[..., 0] = rng.integers(4, 12, (sentences, size))
+    stats[..., 1] = 8
+    for n in range(4):
+        stats[..., 6 + n] = stats[..., 0] - n
+        stats[..., 2 + n] = rng.integers(1, stats[..., 6 + n] + 1)
+    valid = np.arange(size)[None, :] < counts[:, None]
+    features[~valid], stats[~valid] = 0, 0
+    return TuningData(FeatureLayout(tuple(f"F{i}" for i in range(dims)), (1,) * dims), features, stats, counts)
+
+
+# Moses' weights for the 8 features of the val slice's 100-best list
+MOSES_VAL_WEIGHTS = np.array([0.138061, 0.15949, -0.225306, 0.105148, 0.126263, 0.0567749, 0.12818, 0.0607768])

@@ -1,4 +1,4 @@
-"""Tiny models for the search, attention and translate tests, and a model directory on disk.
+"""Tiny models for the search, attention and translate tests, a model directory on disk, and a search by ids.
 
 :func:`tiny_model` is random (seeded); :func:`taught_model` has learnt a little of a toy task
 (each source word maps to one target word, in order) in a second, so that its outputs end at
@@ -19,7 +19,9 @@ from rerank.models.batching import pad
 from rerank.models.checkpoint import CONFIG, SRC_VOCAB, TRG_VOCAB, WEIGHTS, save_state
 from rerank.models.config import AttentionConfig, ModelConfig
 from rerank.models.seq2seq import Seq2Seq
-from rerank.models.vocab import EOS_ID, Vocabulary
+from rerank.models.vocab import EOS_ID, SPECIALS, Vocabulary
+from rerank.search.beam import SearchConfig
+from rerank.search.translate import translate
 
 # (architecture, decoder, input feeding): every decoder style
 DECODERS = [("encdec", "bahdanau", False), ("rnnsearch", "bahdanau", False), ("rnnsearch", "luong", False),
@@ -103,3 +105,17 @@ def save_model_dir(directory: Path, model: Seq2Seq, src_vocab: Vocabulary, trg_v
     trg_vocab.save(directory / TRG_VOCAB)
     save_state({"model": model.float().state_dict()}, directory / WEIGHTS)
     return directory
+
+
+def id_vocabulary(size: int = 30) -> Vocabulary:
+    """The specials, then ``w4`` ... ``w<size - 1>``: word ``w<i>`` has id i."""
+    return Vocabulary([*SPECIALS, *(f"w{i}" for i in range(len(SPECIALS), size))])
+
+
+def search_ids(model: Seq2Seq, sources: list[list[int]], nbest: int = 3) -> list[list[tuple[list[int], float]]]:
+    """The ``nbest`` hypotheses (ids, score) of each of ``sources`` (ids of :func:`id_vocabulary`), searched by
+    :func:`rerank.search.translate.translate` with a beam of 4."""
+    vocab = id_vocabulary()
+    sentences = [[vocab.tokens[i] for i in source] for source in sources]
+    config = SearchConfig(beam_size=4, nbest=nbest)
+    return [[(h.tokens, h.score) for h in hypotheses] for hypotheses in translate(model, vocab, sentences, config)]

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import yaml
@@ -20,7 +19,6 @@ from rerank.models.architectures import build_model
 from rerank.models.checkpoint import CHECKPOINT, SRC_VOCAB, TRG_VOCAB, load_state
 from rerank.models.vocab import Vocabulary
 from rerank.training.config import load_train_config
-from rerank.training.distributed import World, world_from_env
 
 REPO = Path(__file__).resolve().parents[2]
 TORCHRUN = Path(sys.executable).with_name("torchrun")
@@ -118,22 +116,3 @@ def test_a_run_stopped_under_torchrun_resumes_exactly(tmp_path: Path, test_data:
     for a, b in zip(resumed["rng_ranks"], whole["rng_ranks"], strict=True):
         assert torch.equal(a, b)
     assert not torch.equal(*whole["rng_ranks"]), "each process draws its own dropout masks"
-
-
-@pytest.mark.parametrize(("size", "indices", "shares"), [
-    (2, [5, 3, 9], [([5, 9], 2), ([3], 2)]),
-    (3, [4], [([4], 3), ([4], 0), ([4], 0)]),  # fewer pairs than processes: stand-ins of weight 0
-    (1, [1, 2], [([1, 2], 1)]),
-])
-def test_each_process_takes_a_disjoint_share(size: int, indices: list[int],
-                                             shares: list[tuple[list[int], int]]) -> None:
-    got = [World(rank, size).share(np.array(indices)) for rank in range(size)]
-    assert [(part.tolist(), weight) for part, weight in got] == shares
-
-
-def test_the_world_comes_from_torchruns_environment() -> None:
-    assert world_from_env({}) == World()
-    assert world_from_env({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == World(1, 4, 1)
-    for env in ({"RANK": "x", "WORLD_SIZE": "2"}, {"RANK": "2", "WORLD_SIZE": "2"}):
-        with pytest.raises(Exception, match="RANK"):
-            world_from_env(env)

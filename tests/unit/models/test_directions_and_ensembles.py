@@ -10,18 +10,16 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from tiny_models import save_model_dir, taught_model, tiny_config, tiny_model
+from tiny_models import save_model_dir, search_ids, taught_model, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.errors import ConfigError, RerankError
 from rerank.features.registry import build_feature
 from rerank.models.architectures import build_model
 from rerank.models.checkpoint import WEIGHTS, load_model, load_state
-from rerank.models.ensemble import Ensemble, ensemble
+from rerank.models.ensemble import ensemble
 from rerank.models.vocab import Vocabulary
 from rerank.scoring.pairs import Scorer
-from rerank.search.beam import SearchConfig
-from rerank.search.translate import translate
 
 WORDS = "a b c d e f g h".split()
 PAIRS = [("a b c".split(), "d e f g".split()), ("a b c".split(), "d e".split()), ("h g".split(), "f".split()),
@@ -156,33 +154,6 @@ def test_an_ensemble_refuses_models_that_disagree(tmp_path: Path) -> None:
 SOURCES = [[4, 5, 6], [7, 8], [9, 10, 11, 12, 13]]
 
 
-def search(model: torch.nn.Module, nbest: int = 3) -> list[list[tuple[list[int], float]]]:
-    vocab = Vocabulary(["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, 30)])
-    sentences = [[vocab.tokens[i] for i in s] for s in SOURCES]
-    config = SearchConfig(beam_size=4, nbest=nbest)
-    return [[(h.tokens, h.score) for h in hypotheses] for hypotheses in translate(model, vocab, sentences, config)]
-
-
-def test_searching_with_an_ensemble_of_one_model_is_searching_with_the_model() -> None:
-    model = taught_model(tiny_config("rnnsearch"), updates=30)
-    alone, as_ensemble = search(model), search(Ensemble([model]).eval())
-    assert [[tokens for tokens, _ in s] for s in alone] == [[tokens for tokens, _ in s] for s in as_ensemble]
-    np.testing.assert_allclose([score for s in alone for _, score in s],
-                               [score for s in as_ensemble for _, score in s], rtol=1e-10)
-
-
-def test_an_ensembles_search_scores_are_its_forced_decoding_scores() -> None:
-    """Each hypothesis' score is the mean of the members' ln p of it (the ensemble feature's value)."""
-    first = taught_model(tiny_config("rnnsearch"), updates=30, seed=1)
-    second = taught_model(tiny_config("rnnsearch"), updates=30, seed=2)
-    vocab = Vocabulary(["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, 30)])
-    for source, hypotheses in zip(SOURCES, search(Ensemble([first, second]).eval()), strict=True):
-        pairs = [([vocab.tokens[i] for i in source], [vocab.tokens[i] for i in tokens]) for tokens, _ in hypotheses]
-        means = (np.array(list(Scorer(first, vocab, vocab).score(pairs)))
-                 + np.array(list(Scorer(second, vocab, vocab).score(pairs)))) / 2
-        np.testing.assert_allclose([score for _, score in hypotheses], means, rtol=1e-9)
-
-
 def test_a_right_to_left_search_writes_left_to_right(tmp_path: Path) -> None:
     """Decoding with an R2L model gives the reversed outputs of the same weights read left to right
     (the left-to-right twin's search over reversed targets is the same search)."""
@@ -190,7 +161,7 @@ def test_a_right_to_left_search_writes_left_to_right(tmp_path: Path) -> None:
     backward = build_model(dataclasses.replace(model.config, reverse_target=True), model.src_vocab_size,
                            model.trg_vocab_size).to(torch.float64).eval()
     backward.load_state_dict(model.state_dict())
-    forward_outputs, backward_outputs = search(model), search(backward)
+    forward_outputs, backward_outputs = search_ids(model, SOURCES), search_ids(backward, SOURCES)
     for forward_hypotheses, backward_hypotheses in zip(forward_outputs, backward_outputs, strict=True):
         assert [tokens[::-1] for tokens, _ in forward_hypotheses] == [tokens for tokens, _ in backward_hypotheses]
 

@@ -1,7 +1,7 @@
 """The options of Sennrich & Zhang's recipe: label smoothing changes the loss exactly as defined and never
 the scores; tied embeddings are one tensor; word dropout drops whole tokens in training only; the two
-dropout rates go where they say; the deep encoder's states do not depend on padding; the defaults build
-today's models; warm-up and kept checkpoints in the trainer; averaging gives the mean of the checkpoints."""
+dropout rates go where they say; the defaults build today's models; warm-up and kept checkpoints in the
+trainer, and rerank average of them."""
 
 from __future__ import annotations
 
@@ -17,13 +17,7 @@ from rerank.cli import main
 from rerank.config import from_dict
 from rerank.errors import RerankError
 from rerank.models.architectures import build_model
-from rerank.models.averaging import (
-    CHECKPOINTS_DIR,
-    average_weights,
-    checkpoint_path,
-    checkpoint_updates,
-    select_checkpoints,
-)
+from rerank.models.averaging import CHECKPOINTS_DIR, checkpoint_path, checkpoint_updates
 from rerank.models.batching import pad
 from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, float16_weights, load_model, load_state, save_state
 from rerank.models.config import ModelConfig, SubwordConfig
@@ -163,33 +157,6 @@ def test_the_defaults_build_the_models_of_before() -> None:
     names = set(build_model(tiny_config(), 30, 25).state_dict())
     assert not any(part in name for name in names for part in ("norm", "transitions", "cell."))
     assert "encoder.rnn.weight_hh_l0_reverse" in names
-
-
-def test_the_deep_encoder_ignores_padding_and_ends_at_each_sentence() -> None:
-    torch.manual_seed(0)
-    model = build_model(RECIPE, 30, 25).double().eval()
-    src, src_len = pad(SOURCES)
-    with torch.no_grad():
-        annotations, final = model.encoder(src, src_len)
-        for row, sentence in enumerate(SOURCES):
-            alone, alone_final = model.encoder(torch.tensor([sentence]), torch.tensor([len(sentence)]))
-            torch.testing.assert_close(annotations[row, : len(sentence)], alone[0], rtol=0, atol=1e-12)
-            assert not annotations[row, len(sentence):].any()
-            torch.testing.assert_close(final[:, row], alone_final[:, 0], rtol=0, atol=1e-12)
-    size = RECIPE.encoder_size
-    for row, length in enumerate(src_len.tolist()):
-        torch.testing.assert_close(final[0, row], annotations[row, length - 1, :size])  # →h at the last word
-        torch.testing.assert_close(final[1, row], annotations[row, 0, size:])  # ←h_1
-
-
-def test_averaging_gives_the_mean_of_the_checkpoints() -> None:
-    states = [build_model(RECIPE, 30, 25).state_dict() for _ in range(3)]
-    averaged = average_weights(states)
-    for name, value in averaged.items():
-        torch.testing.assert_close(value, (states[0][name] + states[1][name] + states[2][name]) / 3)
-    kept = {300: 5.0, 600: 4.0, 900: 4.5, 1200: 4.0}
-    assert select_checkpoints(kept, 2, "last") == [900, 1200]
-    assert select_checkpoints(kept, 2, "best") == [600, 1200]
 
 
 def train_config(tmp_path: Path, **training: object) -> TrainConfig:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 
 import numpy as np
@@ -77,18 +76,3 @@ def test_the_command_prints_first_and_oracle_and_writes_the_oracle(tmp_path: Pat
     best = max(bleu(list(lines)) for lines in itertools.product(*HYPOTHESES))
     assert bleu(chosen[:3]) == pytest.approx(best) and oracle == pytest.approx(best, abs=0.01)
     assert main(["oracle", str(nbest), "-r", str(tmp_path / "missing")]) == 2
-
-
-def test_the_json_of_the_command_is_what_the_experiment_step_writes(tmp_path: Path) -> None:
-    """The experiment logs `rerank oracle ... --json OUT` for its oracle step: that line recreates the file."""
-    from rerank.study.steps import oracle_file
-
-    nbest = write_nbest(tmp_path / "nbest", HYPOTHESES)
-    reference = tmp_path / "ref"
-    reference.write_text("\n".join(REFERENCES) + "\n")
-    oracle_file(nbest, str(reference), "none", tmp_path / "step.json")
-    assert main(["oracle", "-r", str(reference), "--tokenize", "none", str(nbest), "--json",
-                 str(tmp_path / "command.json")]) == 0
-    assert (tmp_path / "command.json").read_bytes() == (tmp_path / "step.json").read_bytes()
-    figures = json.loads((tmp_path / "command.json").read_text())
-    assert list(figures) == [str(nbest)] and figures[str(nbest)]["first"] < figures[str(nbest)]["oracle"]

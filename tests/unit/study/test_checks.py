@@ -1,0 +1,85 @@
+"""The checks of an experiment config before its first step: each message names the experiment's file and the
+key, and what UNK1 counts words against is found for word and subword models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rerank.config import from_dict
+from rerank.errors import RerankError
+from rerank.study.checks import check_experiment, check_files, load_json, unknown_word_list
+from rerank.study.config import ExperimentConfig
+
+REPO = Path(__file__).resolve().parents[3]
+MODELS = REPO / "examples" / "models"
+
+
+def sample(**changes: Any) -> ExperimentConfig:
+    """configs/experiments/sample.yaml with absolute paths, its sections updated with ``changes``."""
+    data = yaml.safe_load((REPO / "configs" / "experiments" / "sample.yaml").read_text(encoding="utf-8"))
+    for section in ("moses", "dev", "test"):
+        data[section] = {key: str(REPO / value) for key, value in data[section].items()}
+    for key in ("encdec", "rnnsearch"):
+        data[key] = str(REPO / data[key])
+    for key, value in changes.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    return from_dict(ExperimentConfig, data, "experiment.yaml")
+
+
+def test_the_sample_passes() -> None:
+    check_experiment(sample(), "experiment.yaml")
+
+
+def test_missing_files_and_directories_are_named_by_their_keys(tmp_path: Path) -> None:
+    config = sample(dev={"reference": str(tmp_path / "val.fr")}, moses={"phrase_table": str(tmp_path)})
+    with pytest.raises(RerankError, match=rf"^experiment.yaml: the files it names do not exist: dev.reference: "
+                                          rf"{tmp_path}/val.fr$"):
+        check_files(config, "experiment.yaml")
+    with pytest.raises(RerankError, match=rf"^experiment.yaml: expected files, got directories: moses.phrase_table: "
+                                          rf"{tmp_path}$"):
+        check_files(sample(moses={"phrase_table": str(tmp_path)}), "experiment.yaml")
+    with pytest.raises(RerankError, match=r"moses.decoder: no-such-moses \(no such program\)"):
+        check_files(sample(moses={"decoder": "no-such-moses"}), "experiment.yaml")
+
+
+def test_a_reference_shorter_than_its_source_and_a_bad_bucket_scheme(tmp_path: Path) -> None:
+    reference = tmp_path / "val.fr"
+    reference.write_text("une ligne\n", encoding="utf-8")
+    with pytest.raises(RerankError, match=r"^experiment.yaml: dev.reference: expected as many lines as dev.source "
+                                          r"\(.*val.en: [\d,]+\), got 1 in .*val.fr$"):
+        check_experiment(sample(dev={"reference": str(reference)}), "experiment.yaml")
+    with pytest.raises(RerankError, match=r"^experiment.yaml: buckets: "):
+        check_experiment(sample(buckets="wide"), "experiment.yaml")
+
+
+def test_a_model_of_the_wrong_direction_or_without_weights(tmp_path: Path) -> None:
+    with pytest.raises(RerankError, match=r"^experiment.yaml: right_to_left: expected a right-to-left model"):
+        check_experiment(sample(right_to_left=str(MODELS / "rnnsearch")), "experiment.yaml")
+    broken = tmp_path / "encdec"
+    shutil.copytree(MODELS / "encdec", broken, ignore=shutil.ignore_patterns("model.pt"))
+    with pytest.raises(RerankError, match=rf"^experiment.yaml: encdec: {broken} is not a model directory written by "
+                                          r"rerank train \(no model.pt\)"):
+        check_experiment(sample(encdec=str(broken)), "experiment.yaml")
+
+
+def test_unk1_counts_a_subword_models_words_from_the_text_it_was_prepared_from(tmp_path: Path) -> None:
+    assert unknown_word_list(MODELS / "rnnsearch") == {"vocab": str(MODELS / "rnnsearch" / "vocab.trg.txt")}
+    target, prepared = tmp_path / "train.fr", tmp_path / "prepared"
+    target.write_text("un homme vert\n", encoding="utf-8")
+    prepared.mkdir()
+    (prepared / "manifest.json").write_text(json.dumps({"inputs": {"target": {"path": str(target)}}}))
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump({"model": {"subwords": {"vocab_size": 300}},
+                                      "data": {"prepared": str(prepared), "trg_vocab_size": 0}}))
+    assert unknown_word_list(config) == {"corpus": str(target), "shortlist": 15000}  # 0: the default shortlist
+    (prepared / "manifest.json").write_text("{cut")
+    assert load_json(prepared / "manifest.json") is None
+    with pytest.raises(RerankError, match=r"^rnnsearch: .*train.yaml: a subword model's vocabulary holds pieces, "
+                                          r"and UNK1 counts words: expected its data.train.target"):
+        unknown_word_list(config)

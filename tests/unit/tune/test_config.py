@@ -1,0 +1,46 @@
+"""The settings of rerank tune: Moses' defaults, and each value out of its range refused with the file and
+the key it is under."""
+
+from __future__ import annotations
+
+import pytest
+
+from rerank.config import from_dict
+from rerank.errors import ConfigError
+from rerank.tune.config import TuneConfig
+
+
+def test_the_defaults_are_moses() -> None:
+    config = TuneConfig()
+    assert (config.optimizer, config.mert.restarts, config.mert.bounds, config.mert.min_gain) == ("mert", 20,
+                                                                                                  (0.0, 1.0), 1e-4)
+    assert (config.pro.samples, config.pro.keep, config.pro.min_diff) == (5000, 50, 0.05)
+    assert (config.mira.c, config.mira.decay, config.loop.nbest_size, config.bleu.tokenize) == (0.01, 0.999, 100,
+                                                                                                "none")
+
+
+def test_nested_values_are_read_as_their_types() -> None:
+    config = from_dict(TuneConfig, {"mert": {"feature_bounds": {"LM0": [-1, 1]}},
+                                    "cv": {"folds": 3, "choose": {"pro.l2": [0.1, 1]}}}, "tune.yaml")
+    assert config.mert.feature_bounds == {"LM0": (-1.0, 1.0)} and config.cv.choose == {"pro.l2": (0.1, 1.0)}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"mert": {"restarts": 0}}, r"mert: .*restarts must be at least 1, got 0"),
+    ({"mert": {"bounds": [1, 0]}}, r"mert: mert bounds for bounds: low 1.0 is above high 0.0"),
+    ({"mert": {"feature_bounds": {"LM0": [1, 2, 3]}}}, r"mert: mert bounds for LM0: expected \[low, high\]"),
+    ({"mert": {"random_directions": -1}}, r"mert: .*random_directions must be at least 0"),
+    ({"mert": {"average": 0}}, r"mert.average: expected an integer of at least 1, got 0"),
+    ({"mert": {"restart_folds": 1}}, r"mert.restart_folds: expected 0 \(the tuning set's best run\) or at least 2"),
+    ({"pro": {"keep": 0}}, r"pro: .*keep must be at least 1"),
+    ({"mira": {"decay": 0}}, r"mira: .*0 < decay <= 1"),
+    ({"loop": {"nbest_size": 0}}, r"loop: .*nbest_size must be at least 1"),
+    ({"cv": {"folds": 1}}, r"cv.folds: expected 0 \(none\) or at least 2, got 1"),
+    ({"cv": {"choose": {"pro.l2": [1]}}}, r"cv.choose: expected folds of at least 2 to choose by"),
+    ({"cv": {"folds": 3, "choose": {"pro.l2": []}}}, r"cv.choose.pro.l2: expected at least one value, got \[\]"),
+    ({"average_seeds": 0}, r"average_seeds: expected an integer of at least 1, got 0"),
+    ({"bleu": {"tokenize": "13b"}}, r"bleu: unknown BLEU tokenizer '13b': expected one of none, zh, 13a"),
+])
+def test_a_value_out_of_range_is_refused_under_its_key(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^tune.yaml: {message}"):
+        from_dict(TuneConfig, data, "tune.yaml")
