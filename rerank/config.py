@@ -263,10 +263,12 @@ def from_dict(cls: type[T], data: Any, source: str = "config", prefix: str = "")
         raise ConfigError(f"{source}: {where}: {e}") from None
 
 
-def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the command line") -> T:
+def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the command line", *,
+                   within: str = "") -> T:
     """``config`` with the values of ``overrides`` (dotted keys, ``"mert.restarts"``) put in place, the one way a
     command's flags override its config file; a ``None`` value (a flag not given) leaves the key as it is.
-    Ranges are checked again, and a value out of range names ``source`` and the key."""
+    Ranges are checked again, and a value out of range names ``source`` and the key (its whole dotted path, under
+    ``within``: where ``config`` stands in the config it is part of)."""
     result: Any = config
     for key, value in overrides.items():
         if value is None:
@@ -274,14 +276,16 @@ def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the c
         head, *rest = key.split(".")
         if not hasattr(result, head):
             raise TypeError(f"{type(result).__name__} has no key {head!r}")
+        name = within + key
         try:
             if rest:
-                value = with_overrides(getattr(result, head), {".".join(rest): value}, source)
+                value = with_overrides(getattr(result, head), {".".join(rest): value}, source,
+                                       within=f"{within}{head}.")
             result = dataclasses.replace(result, **{head: value})
         except InvalidValue as e:
-            raise ConfigError(f"{source}: {key}: expected {e.expected}, got {brief(e.value)}") from None
+            raise ConfigError(f"{source}: {name}: expected {e.expected}, got {brief(e.value)}") from None
         except ValueError as e:  # other __post_init__ checks, whose message may name the key already
-            raise ConfigError(f"{source}: {e}" if key in str(e) else f"{source}: {key}: {e}") from None
+            raise ConfigError(f"{source}: {e}" if name in str(e) else f"{source}: {name}: {e}") from None
     return cast(T, result)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rerank.config import InvalidValue, at_least
+from rerank.config import InvalidValue, at_least, below
 
 Optimizer = str  # a name of rerank.tune.registry.OPTIMIZERS
 
@@ -43,16 +43,14 @@ class MertConfig:
     restart_folds: int = 0
 
     def __post_init__(self) -> None:
-        if self.restarts < 1:
-            raise ValueError(f"mert.restarts must be at least 1, got {self.restarts}")
+        at_least(self, 1, "restarts")
         for label, pair in {"bounds": self.bounds, **self.feature_bounds}.items():
             if len(pair) != 2:
-                raise ValueError(f"mert bounds for {label}: expected [low, high], got {list(pair)}")
+                raise ValueError(f"bounds for {label}: expected [low, high], got {list(pair)}")
             low, high = pair
             if low > high:
-                raise ValueError(f"mert bounds for {label}: low {low} is above high {high}")
-        if self.random_directions < 0:
-            raise ValueError(f"mert.random_directions must be at least 0, got {self.random_directions}")
+                raise ValueError(f"bounds for {label}: low {low} is above high {high}")
+        at_least(self, 0, "random_directions")
         at_least(self, 1, "average")
         if self.restart_folds == 1 or self.restart_folds < 0:
             raise InvalidValue("restart_folds", "0 (the tuning set's best run) or at least 2", self.restart_folds)
@@ -70,8 +68,7 @@ class ProConfig:
     standardize: bool = True   # divide each feature by its standard deviation for the regression (False: Moses')
 
     def __post_init__(self) -> None:
-        if self.samples < 1 or self.keep < 1:
-            raise ValueError("pro.samples and pro.keep must be at least 1")
+        at_least(self, 1, "samples", "keep")
 
 
 @dataclass(frozen=True)
@@ -85,8 +82,9 @@ class MiraConfig:
     shuffle: bool = True   # visit the sentences in a new random order each epoch (False: in order, kbmira --no-shuffle)
 
     def __post_init__(self) -> None:
-        if self.epochs < 1 or self.c <= 0 or not 0 < self.decay <= 1:
-            raise ValueError("mira: epochs >= 1, c > 0 and 0 < decay <= 1 are needed")
+        at_least(self, 1, "epochs")
+        at_least(self, 0, "c", "decay", strictly=True)
+        below(self, 1, "decay", or_equal=True)
 
 
 @dataclass(frozen=True)
@@ -98,8 +96,7 @@ class LoopConfig:
     nbest_size: int = 100       # {nbest_size} in the decoder command
 
     def __post_init__(self) -> None:
-        if self.max_iterations < 1 or self.nbest_size < 1:
-            raise ValueError("loop.max_iterations and loop.nbest_size must be at least 1")
+        at_least(self, 1, "max_iterations", "nbest_size")
 
 
 @dataclass(frozen=True)

@@ -96,8 +96,10 @@ def test_flags_override_a_config_by_dotted_key_and_unset_flags_leave_it() -> Non
     assert (config.optimizer, config.seed, config.mert.restarts, config.bleu.tokenize) == \
         ("pro", base.seed, 3, "13a")
     assert config.pro == base.pro and config.loop == base.loop
-    with pytest.raises(ConfigError, match=r"^the command line: mert.restarts must be at least 1, got -1$"):
+    with pytest.raises(ConfigError, match=r"^the command line: mert.restarts: expected an integer of at least 1, got"):
         with_overrides(base, {"mert.restarts": -1})
+    with pytest.raises(ConfigError, match=r"^the command line: cv.folds: expected 0 \(none\) or at least 2, got 1$"):
+        with_overrides(base, {"cv.folds": 1})
 
 
 def test_a_config_that_cannot_be_written_leaves_the_old_file_whole(tmp_path: Path) -> None:
