@@ -82,3 +82,19 @@ def arpa(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("lm") / "tiny.arpa"
     write_arpa(path, TINY_LM_TEXT)
     return path
+
+
+@pytest.fixture(scope="session")
+def slice_table_model(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of a small random RNNsearch whose vocabularies are the 150 most frequent words of each side of
+    the slice's phrase table."""
+    from tiny_models import save_model_dir, tiny_config, tiny_model
+
+    from rerank.formats.phrase_table import read_phrase_table
+    from rerank.models.vocab import Vocabulary
+
+    entries = list(read_phrase_table(multi30k_slice["phrase_table"]))
+    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
+    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
+    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
+    return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import collections
 import gzip
 import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from rerank.formats.nbest import FeatureLayout
 from rerank.tune.data import TuningData
@@ -137,3 +140,33 @@ def random_tuning_data(seed: int, sentences: int = 6, size: int = 7, dims: int =
 
 # Moses' weights for the 8 features of the val slice's 100-best list
 MOSES_VAL_WEIGHTS = np.array([0.138061, 0.15949, -0.225306, 0.105148, 0.126263, 0.0567749, 0.12818, 0.0607768])
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "data"
+
+
+def sample_moses_ini(directory: Path, sources: list[str]) -> Path:
+    """The sample's moses.ini decoding ``sources`` in ``directory``: its phrase table filtered to their phrases (Moses
+    loads it in a second) and its 4-gram sample LM in place of the directory placeholders."""
+    phrases = {" ".join(w[i:j]) for s in sources for w in [s.split()] for i in range(len(w))
+               for j in range(i + 1, len(w) + 1)}
+    table = directory / "phrase-table.gz"
+    with gzip.open(SAMPLE / "phrase-table.gz", "rt", encoding="utf-8") as f, \
+            gzip.open(table, "wt", encoding="utf-8") as out:
+        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
+    ini = (SAMPLE / "moses.ini").read_text(encoding="utf-8").replace("path=MODEL_DIR/phrase-table.gz", f"path={table}")
+    ini = re.sub(r"path=LM_DIR/\S+", f"path={SAMPLE / 'lm.fr.4.sample.arpa.gz'}", ini)
+    moses_ini = directory / "moses.ini"
+    moses_ini.write_text(ini, encoding="utf-8")
+    return moses_ini
+
+
+def assert_resumes_mid_epoch(run: Callable[[str, int], Path]) -> None:
+    """``run(name, updates)`` trains into the directory ``name`` for ``updates`` updates and returns its checkpoint:
+    stopped after 7 updates (mid-epoch, at batch 7) and resumed to 30, it must hold the weights of a run of 30."""
+    from rerank.models.checkpoint import load_state
+
+    assert load_state(run("stopped", 7))["progress"]["batch"] == 7
+    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
+    for key, value in whole.items():
+        assert torch.equal(resumed[key], value), key

@@ -9,7 +9,6 @@ The binary is looked for in ``shared/tools/moses`` beside the repository; the te
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import subprocess
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import sample_moses_ini
 
 from rerank.cli import main
 from rerank.formats.nbest import NBestEntry, read_nbest
@@ -53,17 +53,7 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> System:
     sources = (EXAMPLES / "val.en").read_text(encoding="utf-8").splitlines()[:SENTENCES] + [MADE_UP]
     source = directory / "source.en"
     source.write_text("".join(f"{s}\n" for s in sources), encoding="utf-8")
-    phrases = {" ".join(w[i:j]) for s in sources for w in [s.split()] for i in range(len(w))
-               for j in range(i + 1, len(w) + 1)}
-    table = directory / "phrase-table.gz"
-    with gzip.open(EXAMPLES / "phrase-table.gz", "rt", encoding="utf-8") as f, \
-            gzip.open(table, "wt", encoding="utf-8") as out:
-        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
-    ini = (EXAMPLES / "moses.ini").read_text(encoding="utf-8")
-    ini = ini.replace("path=MODEL_DIR/phrase-table.gz", f"path={table}")
-    ini = re.sub(r"path=LM_DIR/\S+", f"path={EXAMPLES / 'lm.fr.4.sample.arpa.gz'}", ini)
-    moses_ini = directory / "moses.ini"
-    moses_ini.write_text(ini, encoding="utf-8")
+    moses_ini = sample_moses_ini(directory, sources)
     nbest = directory / "moses.nbest"
     with open(source, "rb") as stdin:
         subprocess.run([str(MOSES), "-f", str(moses_ini), "-threads", "1", "-n-best-list", str(nbest), str(NBEST),

@@ -10,14 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 from helpers import content, leftovers
-from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
-from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.shards import TABLE_SEGMENT
-from rerank.models.vocab import Vocabulary
 
 WORKERS = 2
 
@@ -30,16 +26,6 @@ def ray_cluster() -> Iterator[None]:
     ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
-
-
-@pytest.fixture(scope="module")
-def model_dir(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small random RNNsearch whose vocabularies are the slice's most frequent words."""
-    entries = list(read_phrase_table(multi30k_slice["phrase_table"]))
-    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
-    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
-    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
-    return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
 
 
 def segment_source() -> str:
@@ -66,9 +52,9 @@ def score(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
-def test_two_ray_workers_write_the_table_one_process_writes(table: Path, model_dir: Path, tmp_path: Path,
+def test_two_ray_workers_write_the_table_one_process_writes(table: Path, slice_table_model: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    options = ["--model", model_dir, "--window", 50, "--max-tokens", 64]
+    options = ["--model", slice_table_model, "--window", 50, "--max-tokens", 64]
     code, err = score([table, "-o", tmp_path / "plain.gz", *options, "--threads", 1], capsys)
     assert code == 0, err
     code, err = score([table, "-o", tmp_path / "ray.gz", *options, "--ray", "--ray-workers", WORKERS], capsys)
@@ -81,14 +67,15 @@ def test_two_ray_workers_write_the_table_one_process_writes(table: Path, model_d
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
-def test_a_bad_line_is_an_error_with_its_number_and_leaves_no_output(table: Path, model_dir: Path, tmp_path: Path,
+def test_a_bad_line_is_an_error_with_its_number_and_leaves_no_output(table: Path, slice_table_model: Path,
+                                                                     tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     lines = table.read_text().splitlines(keepends=True)
     lines[200] = "a broken line ||| without scores\n"
     bad = tmp_path / "bad.txt"
     bad.write_text("".join(lines))
     out = tmp_path / "out.txt"
-    code, err = score([bad, "-o", out, "--model", model_dir, "--window", 50, "--ray"], capsys)
+    code, err = score([bad, "-o", out, "--model", slice_table_model, "--window", 50, "--ray"], capsys)
     assert code == 2
     assert f"{bad}:201: expected 3 to 7 fields" in err and "Traceback" not in err
     assert not out.exists() and leftovers(tmp_path) == []
@@ -99,17 +86,17 @@ def test_a_bad_line_is_an_error_with_its_number_and_leaves_no_output(table: Path
     (["--ray-workers", "2"], "--ray-workers is for --ray"),
     (["--ray", "local", "--device", "cuda"], "give --ray-worker-gpus"),
 ])
-def test_bad_ray_options_are_refused(argv: list[str], message: str, table: Path, model_dir: Path, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = score([table, "-o", tmp_path / "out.gz", "--model", model_dir, *argv], capsys)
+def test_bad_ray_options_are_refused(argv: list[str], message: str, table: Path, slice_table_model: Path,
+                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = score([table, "-o", tmp_path / "out.gz", "--model", slice_table_model, *argv], capsys)
     assert code == 2 and message in err
     assert not (tmp_path / "out.gz").exists()
 
 
-def test_without_ray_the_error_says_how_to_install_it(table: Path, model_dir: Path, tmp_path: Path,
+def test_without_ray_the_error_says_how_to_install_it(table: Path, slice_table_model: Path, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is not installed
-    code, err = score([table, "-o", tmp_path / "out.gz", "--model", model_dir, "--ray"], capsys)
+    code, err = score([table, "-o", tmp_path / "out.gz", "--model", slice_table_model, "--ray"], capsys)
     assert code == 2 and "pip install 'rerank-moses[ray]'" in err
     assert not (tmp_path / "out.gz").exists()

@@ -16,7 +16,6 @@ from tiny_models import save_model_dir, tiny_config, tiny_model
 from rerank.cli import main
 from rerank.formats import shards
 from rerank.formats.files import read_text
-from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.vocab import Vocabulary
 from rerank.search import translate
 
@@ -28,15 +27,6 @@ def small_groups(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shards, "GZIP_BLOCK", 512)
     monkeypatch.setattr(shards, "TABLE_SEGMENT", 4)
     monkeypatch.setattr(translate, "SORT_WINDOW", 2)
-
-
-@pytest.fixture(scope="module")
-def table_model(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    entries = list(read_phrase_table(multi30k_slice["phrase_table"]))
-    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
-    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
-    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
-    return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +59,13 @@ def lines_of(path: Path) -> int:
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["gzip", "plain"])
 @pytest.mark.parametrize("count", [3, 7])
-def test_score_table_shards_merge_into_the_unsharded_table(multi30k_slice: dict[str, Path], table_model: Path,
+def test_score_table_shards_merge_into_the_unsharded_table(multi30k_slice: dict[str, Path], slice_table_model: Path,
                                                            tmp_path: Path, compressed: bool, count: int) -> None:
     table = multi30k_slice["phrase_table"]
     if not compressed:
         table = tmp_path / "phrase-table"
         table.write_bytes(gzip.decompress(multi30k_slice["phrase_table"].read_bytes()))
-    command: list[object] = ["score-table", table, "--model", table_model, "--threads", 1]
+    command: list[object] = ["score-table", table, "--model", slice_table_model, "--threads", 1]
     assert run(*command, "-o", tmp_path / "whole.gz") == 0
     parts = sharded(tmp_path, count, command, "part.#.gz")
     sizes = [lines_of(part) for part in sorted(parts, key=lambda p: int(p.name.split(".")[1].split("-")[0]))]
@@ -86,14 +76,14 @@ def test_score_table_shards_merge_into_the_unsharded_table(multi30k_slice: dict[
     assert (tmp_path / "merged").read_bytes() == gzip.decompress((tmp_path / "whole.gz").read_bytes())
 
 
-def test_more_shards_than_lines_and_the_moses_ini(multi30k_slice: dict[str, Path], table_model: Path,
+def test_more_shards_than_lines_and_the_moses_ini(multi30k_slice: dict[str, Path], slice_table_model: Path,
                                                   tmp_path: Path) -> None:
     table = tmp_path / "five"
     with gzip.open(multi30k_slice["phrase_table"], "rt", encoding="utf-8") as f:
         table.write_text("".join(next(f) for _ in range(5)), encoding="utf-8")
     ini = tmp_path / "moses.ini"
     ini.write_text(multi30k_slice["moses_ini"].read_text(encoding="utf-8"), encoding="utf-8")
-    command: list[object] = ["score-table", table, "--model", table_model, "--threads", 1]
+    command: list[object] = ["score-table", table, "--model", slice_table_model, "--threads", 1]
     assert run(*command, "-o", tmp_path / "whole.gz", "--moses-ini", ini, "--moses-ini-out",
                tmp_path / "whole.ini") == 0
     parts = sharded(tmp_path, 12, command, "part.#")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import shlex
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from helpers import sample_moses_ini
 from tiny_models import save_model_dir, teach, tiny_config, tiny_model
 
 from rerank.cli import main
@@ -206,17 +206,7 @@ def test_moses_in_parts_gives_the_lists_and_weights_of_one_run(tmp_path: Path) -
     source.write_text("".join(source_lines), encoding="utf-8")
     reference.write_text("".join((EXAMPLES / "val.fr").read_text(encoding="utf-8").splitlines(keepends=True)[:6]),
                          encoding="utf-8")
-    phrases = {" ".join(words[i:j]) for words in (line.split() for line in source_lines)
-               for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
-    table = tmp_path / "phrase-table.gz"
-    with gzip.open(EXAMPLES / "phrase-table.gz", "rt", encoding="utf-8") as f, \
-            gzip.open(table, "wt", encoding="utf-8") as out:
-        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
-    ini = (EXAMPLES / "moses.ini").read_text(encoding="utf-8").replace("path=MODEL_DIR/phrase-table.gz",
-                                                                      f"path={table}")
-    ini = re.sub(r"path=LM_DIR/\S+", f"path={EXAMPLES / 'lm.fr.4.sample.arpa.gz'}", ini)
-    moses_ini = tmp_path / "moses.ini"
-    moses_ini.write_text(ini, encoding="utf-8")
+    moses_ini = sample_moses_ini(tmp_path, [line.rstrip("\n") for line in source_lines])
     decoder = (f"{shlex.quote(str(MOSES_BIN / 'moses'))} -f {shlex.quote(str(moses_ini))} -threads 1 "
                "-n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite}")
     for name, jobs in (("one", "1"), ("parts", "2")):

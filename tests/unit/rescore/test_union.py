@@ -4,13 +4,12 @@ the report and the errors that keep a union from meaning something else than it 
 
 from __future__ import annotations
 
-import gzip
 import os
-import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import sample_moses_ini
 
 from rerank.errors import RerankError
 from rerank.formats.nbest import read_nbest
@@ -66,17 +65,7 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     sources = (EXAMPLES / "val.en").read_text(encoding="utf-8").splitlines()[1:3]
     source = directory / "source.en"
     source.write_text("".join(f"{s}\n" for s in sources), encoding="utf-8")
-    phrases = {" ".join(w[i:j]) for s in sources for w in [s.split()] for i in range(len(w))
-               for j in range(i + 1, len(w) + 1)}
-    table = directory / "phrase-table.gz"
-    with gzip.open(EXAMPLES / "phrase-table.gz", "rt", encoding="utf-8") as f, \
-            gzip.open(table, "wt", encoding="utf-8") as out:
-        out.writelines(line for line in f if line.split(" ||| ", 1)[0] in phrases)
-    ini = (EXAMPLES / "moses.ini").read_text(encoding="utf-8").replace("path=MODEL_DIR/phrase-table.gz",
-                                                                        f"path={table}")
-    ini = re.sub(r"path=LM_DIR/\S+", f"path={EXAMPLES / 'lm.fr.4.sample.arpa.gz'}", ini)
-    moses_ini = directory / "moses.ini"
-    moses_ini.write_text(ini, encoding="utf-8")
+    moses_ini = sample_moses_ini(directory, sources)
     nbest = directory / "moses.nbest"
     if os.access(MOSES, os.X_OK):
         with open(source, "rb") as stdin:

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from helpers import content
-from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.phrase_table import read_phrase_table
@@ -24,18 +22,6 @@ from rerank.scoring.ray_table import GroupScorer, RayCluster, RayRun, default_wo
 from rerank.scoring.table import score_phrase_table
 
 SCORING = ScoringConfig(window=50, max_tokens=64)
-
-
-@pytest.fixture(scope="module")
-def model_dir(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small random RNNsearch over the slice's most frequent words."""
-    from rerank.models.vocab import Vocabulary
-
-    entries = list(read_phrase_table(multi30k_slice["phrase_table"]))
-    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
-    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
-    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
-    return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +41,8 @@ def rows(table: Path) -> list[tuple[int, bytes]]:
             for row in read_windows({"path": np.array([str(table)])}, SCORING, "utf-8")]
 
 
-def worker(model_dir: Path, table: str = "table.gz") -> GroupScorer:
-    return GroupScorer(str(model_dir), "cpu", 1, SCORING, table, "utf-8", 4)
+def worker(slice_table_model: Path, table: str = "table.gz") -> GroupScorer:
+    return GroupScorer(str(slice_table_model), "cpu", 1, SCORING, table, "utf-8", 4)
 
 
 def test_the_rows_are_one_process_windows_segment_by_segment(table: Path) -> None:
@@ -68,22 +54,22 @@ def test_the_rows_are_one_process_windows_segment_by_segment(table: Path) -> Non
     assert [first for first, _ in read] == [1, 51, 101, 141, 191, 241, 291]
 
 
-def test_workers_in_this_process_write_the_single_process_table(table: Path, model_dir: Path,
+def test_workers_in_this_process_write_the_single_process_table(table: Path, slice_table_model: Path,
                                                                 tmp_path: Path) -> None:
-    scorer = worker(model_dir)
+    scorer = worker(slice_table_model)
     batch = {"first_line": np.array([first for first, _ in rows(table)]),
              "text": np.array([text for _, text in rows(table)], dtype=object)}
     out = scorer(batch)
     assert out["lines"].tolist() == [50, 50, 40, 50, 50, 50, 50] and out["floored"].sum() == 0
     assert np.all(out["cpu"] >= 0)
     plain = tmp_path / "plain.txt"
-    score_phrase_table(read_phrase_table(table), Scorer.load(model_dir, config=SCORING), table=table, output=plain,
-                       show_progress=False)
+    score_phrase_table(read_phrase_table(table), Scorer.load(slice_table_model, config=SCORING), table=table,
+                       output=plain, show_progress=False)
     assert "".join(out["text"]).encode() == plain.read_bytes()
 
 
-def test_a_bad_line_is_an_error_at_its_line_in_the_table(model_dir: Path) -> None:
-    scorer = worker(model_dir)
+def test_a_bad_line_is_an_error_at_its_line_in_the_table(slice_table_model: Path) -> None:
+    scorer = worker(slice_table_model)
     text = "un ||| a ||| 0.1 0.2 0.3 0.4\nun ||| b ||| 0.1 x 0.3 0.4\n"
     with pytest.raises(FormatError) as error:
         scorer.score_group(61, text.encode())

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from helpers import content
-from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.moses_ini import MosesIni
@@ -20,16 +18,9 @@ from rerank.scoring.table import ScoreAppender, phrase_table_value, score_phrase
 
 
 @pytest.fixture(scope="module")
-def scorer(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Scorer:
-    """A small random RNNsearch over the slice's phrase table's most frequent words."""
-    from rerank.models.vocab import Vocabulary
-
-    entries = list(read_phrase_table(multi30k_slice["phrase_table"]))
-    src_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
-    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
-    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
-    directory = save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
-    return Scorer.load(directory, config=ScoringConfig(window=40, max_tokens=64))
+def scorer(slice_table_model: Path) -> Scorer:
+    """:func:`slice_table_model` loaded for scoring."""
+    return Scorer.load(slice_table_model, config=ScoringConfig(window=40, max_tokens=64))
 
 
 def test_each_line_gets_the_probability_of_its_pair(scorer: Scorer, multi30k_slice: dict[str, Path],

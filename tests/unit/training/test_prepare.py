@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers import assert_resumes_mid_epoch
 
 from rerank.cli import main
 from rerank.formats.phrase_table import read_phrase_table
@@ -236,7 +237,6 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights(tmp_path: Path, tes
     """Pools of 96 pairs (blocks of 3 batches of 8, 4 blocks a pool, 11 pools an epoch): stopped at update 7, inside
     the first pool, the run goes on to update 30 (in the third pool) as one never stopped."""
     prepare_parallel(*corpus, tmp_path / "prepared", PrepareSettings(shard_pairs=250))
-    from rerank.models.checkpoint import load_state
 
     def run(name: str, updates: int) -> Path:
         config = train_config(tmp_path, test_data, tmp_path / "prepared", tmp_path / name)
@@ -248,8 +248,4 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights(tmp_path: Path, tes
         assert main(["-q", "train", "--config", str(config)]) == 0
         return tmp_path / name / "checkpoint.pt"
 
-    run("stopped", 7)
-    assert load_state(tmp_path / "stopped" / "checkpoint.pt")["progress"]["batch"] == 7
-    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
-    for key, value in whole.items():
-        assert torch.equal(resumed[key], value), key
+    assert_resumes_mid_epoch(run)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from helpers import assert_resumes_mid_epoch
 
 import rerank.training.prepare as prepare
 import rerank.training.trainer as trainer_module
@@ -204,8 +205,4 @@ def test_a_run_in_token_batches_stopped_mid_epoch_resumes_to_the_same_weights(
         assert main(["-q", "train", "--config", str(path)]) == 0
         return tmp_path / name / "checkpoint.pt"
 
-    run("stopped", 7)
-    assert load_state(tmp_path / "stopped" / "checkpoint.pt")["progress"]["batch"] == 7
-    resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
-    for key, value in whole.items():
-        assert torch.equal(resumed[key], value), key
+    assert_resumes_mid_epoch(run)
