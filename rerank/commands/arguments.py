@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rerank.errors import RerankError
 
@@ -52,6 +52,18 @@ class StoreOnce(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             parser.error(f"{option_string} given twice")
         setattr(namespace, self.dest, values)
+
+
+class AppendOnce(argparse.Action):
+    """An argparse action for a repeatable option whose type gives ``(KEY, VALUE)`` pairs (``--tie NAME=...``,
+    ``--choose KEY=...``): each KEY at most once, a repeat an error rather than the last one silently winning."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given = list(getattr(namespace, self.dest, None) or [])
+        if any(key == values[0] for key, _ in given):
+            parser.error(f"{option_string} {values[0]} given twice: give each once (with all its values)")
+        setattr(namespace, self.dest, [*given, values])
 
 
 def check_moses_ini_options(args: argparse.Namespace) -> None:

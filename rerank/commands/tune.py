@@ -42,7 +42,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import positive_int
+from rerank.commands.arguments import AppendOnce, positive_int
 from rerank.tune.registry import OPTIMIZERS, check_optimizer
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MERT: keep the run of the starting point whose runs on K-1 folds of the sentences do "
                              "best on the held-out one, rather than the run of the best tuning-set BLEU (K+1 times "
                              "the runs); overrides mert.restart_folds")
-    parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
+    parser.add_argument("--range", action=AppendOnce, default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
                         help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
                              "mert-moses.pl's --range); sets mert.feature_bounds")
     parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
@@ -123,7 +123,7 @@ def add_tuned_features_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--features", metavar="LABEL,...",
                         help="tune only these features of the n-best list; the others get weight 0 "
                              "(e.g. to compare feature sets on one scored n-best list)")
-    parser.add_argument("--tie", action="append", default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
+    parser.add_argument("--tie", action=AppendOnce, default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
                         help="tune these features as one, their mean under one weight (an ensemble's members or a "
                              "model's directions), the weight shared out among them in the output (repeatable)")
 
@@ -135,7 +135,7 @@ def add_cv_arguments(parser: argparse.ArgumentParser) -> None:
                              "choose the held-out fold's 1-bests, rotate; report one BLEU over all held-out 1-bests "
                              "and each fold's; overrides cv.folds")
     parser.add_argument("--cv-seed", type=int, metavar="N", help="overrides cv.seed (which sentences form a fold)")
-    parser.add_argument("--choose", action="append", default=[], type=choice_values, metavar="KEY=V1,V2,...",
+    parser.add_argument("--choose", action=AppendOnce, default=[], type=choice_values, metavar="KEY=V1,V2,...",
                         help="choose a setting by the cross-validated BLEU before tuning on all sentences, e.g. "
                              "pro.l2=0.01,0.1,1,10 (repeatable: every combination); sets cv.choose")
     parser.add_argument("--cv-output", metavar="JSON",
@@ -273,11 +273,17 @@ def fold_count(text: str) -> int:
 
 def tied_features(text: str) -> tuple[str, tuple[str, ...]]:
     """An argparse type for ``--tie NAME=LABEL+LABEL...``."""
+    from rerank.formats.nbest import check_label
+
     name, _, labels = text.partition("=")
     members = tuple(label.strip() for label in labels.split("+") if label.strip())
     if not name.strip() or len(members) < 2:
         raise argparse.ArgumentTypeError(f"expected NAME=LABEL+LABEL..., at least two labels, e.g. "
                                          f"NMT=RNNsearch0+R2L0, got {text!r}")
+    try:  # the name goes into the weights and a moses.ini as a feature's label
+        check_label(name.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
     return name.strip(), members
 
 
