@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -95,12 +96,16 @@ def check_language_model(path: str | os.PathLike[str], binary: bool = True) -> N
     line that is not blank; gzipped or not) or, where ``binary``, a KenLM binary model. A text file, a phrase
     table or an n-best list given as the language model is a :class:`FormatError` at its first line."""
     name = display_name(path)
-    with open_binary(path) as stream:
-        if stream.read(len(KENLM_BINARY_MAGIC)) == KENLM_BINARY_MAGIC:
-            if binary:
-                return
-            raise FormatError(name, None, "an ARPA language model (text): a KenLM binary model does not do here",
-                              got="a KenLM binary model")
+    try:
+        with open_binary(path) as stream:
+            head = stream.read(len(KENLM_BINARY_MAGIC))
+    except (OSError, EOFError, zlib.error):
+        head = b""  # a damaged gzip stream: named by read_lines below
+    if head == KENLM_BINARY_MAGIC:
+        if binary:
+            return
+        raise FormatError(name, None, "an ARPA language model (text): a KenLM binary model does not do here",
+                          got="a KenLM binary model")
     expected = "an ARPA language model (\\data\\ first)" + (" or a KenLM binary model" if binary else "")
     for lineno, line in read_lines(path, "latin-1"):  # any bytes: the first line is shown as it is
         if line.strip():
