@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rerank.errors import RerankError
 
 _Number = TypeVar("_Number", int, float)
+_Value = TypeVar("_Value")
 
 
 def positive_int(text: str) -> int:
@@ -54,16 +55,15 @@ class StoreOnce(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-class AppendOnce(argparse.Action):
-    """An argparse action for a repeatable option whose type gives ``(KEY, VALUE)`` pairs (``--tie NAME=...``,
-    ``--choose KEY=...``): each KEY at most once, a repeat an error rather than the last one silently winning."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        given = list(getattr(namespace, self.dest, None) or [])
-        if any(key == values[0] for key, _ in given):
-            parser.error(f"{option_string} {values[0]} given twice: give each once (with all its values)")
-        setattr(namespace, self.dest, [*given, values])
+def keyed_once(pairs: Sequence[tuple[str, _Value]], option: str) -> dict[str, _Value]:
+    """The ``(KEY, VALUE)`` pairs of a repeatable option (``--tie NAME=...``, ``--choose KEY=...``) as a mapping,
+    each KEY given at most once: a repeat is an error, not the last one silently winning."""
+    given: dict[str, _Value] = {}
+    for key, value in pairs:
+        if key in given:
+            raise RerankError(f"{option} {key} given twice: give each once (with all its values)")
+        given[key] = value
+    return given
 
 
 def check_moses_ini_options(args: argparse.Namespace) -> None:

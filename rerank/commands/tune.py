@@ -42,7 +42,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import AppendOnce, positive_int
+from rerank.commands.arguments import keyed_once, positive_int
 from rerank.tune.registry import OPTIMIZERS, check_optimizer
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MERT: keep the run of the starting point whose runs on K-1 folds of the sentences do "
                              "best on the held-out one, rather than the run of the best tuning-set BLEU (K+1 times "
                              "the runs); overrides mert.restart_folds")
-    parser.add_argument("--range", action=AppendOnce, default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
+    parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
                         help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
                              "mert-moses.pl's --range); sets mert.feature_bounds")
     parser.add_argument("--standardize", action=argparse.BooleanOptionalAction, default=None,
@@ -123,7 +123,7 @@ def add_tuned_features_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--features", metavar="LABEL,...",
                         help="tune only these features of the n-best list; the others get weight 0 "
                              "(e.g. to compare feature sets on one scored n-best list)")
-    parser.add_argument("--tie", action=AppendOnce, default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
+    parser.add_argument("--tie", action="append", default=[], type=tied_features, metavar="NAME=LABEL+LABEL...",
                         help="tune these features as one, their mean under one weight (an ensemble's members or a "
                              "model's directions), the weight shared out among them in the output (repeatable)")
 
@@ -135,7 +135,7 @@ def add_cv_arguments(parser: argparse.ArgumentParser) -> None:
                              "choose the held-out fold's 1-bests, rotate; report one BLEU over all held-out 1-bests "
                              "and each fold's; overrides cv.folds")
     parser.add_argument("--cv-seed", type=int, metavar="N", help="overrides cv.seed (which sentences form a fold)")
-    parser.add_argument("--choose", action=AppendOnce, default=[], type=choice_values, metavar="KEY=V1,V2,...",
+    parser.add_argument("--choose", action="append", default=[], type=choice_values, metavar="KEY=V1,V2,...",
                         help="choose a setting by the cross-validated BLEU before tuning on all sentences, e.g. "
                              "pro.l2=0.01,0.1,1,10 (repeatable: every combination); sets cv.choose")
     parser.add_argument("--cv-output", metavar="JSON",
@@ -153,7 +153,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
     check_optimizer(config.optimizer, args.config)  # --optimizer's choices are the registry's
-    bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
+    bounds = {**config.mert.feature_bounds, **keyed_once(args.range, "--range")} if args.range else None
     return with_overrides(config, {
         "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,
         "mert.random_directions": args.random_directions, "mert.restart_folds": args.restart_folds,
@@ -161,7 +161,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
         "pro.standardize": args.standardize, "mira.standardize": args.standardize,
         "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
         "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase, "average_seeds": args.average_seeds,
-        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": dict(args.choose) if args.choose else None})
+        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": keyed_once(args.choose, "--choose") or None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import check_outputs, committed_together
     from rerank.formats.moses_ini import MosesIni
+    from rerank.formats.nbest import check_label
     from rerank.formats.tokenization import check_nbest_references
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
@@ -177,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
     from rerank.tune.tuning import Tuning, write_cv_report, write_moses_ini
 
     config = resolved_config(args)
+    ties = keyed_once(args.tie, "--tie")
+    for name in ties:  # the name goes into the weights and a moses.ini as a feature's label
+        try:
+            check_label(name)
+        except ValueError as e:
+            raise RerankError(f"--tie {name}: {e}") from None
     if args.decoder and not args.source:
         raise RerankError("--decoder needs --source, the text to translate")
     if args.source and not args.decoder:
@@ -212,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
         check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger)
-        result = tuning.on_nbest(args.nbest, features, dict(args.tie) or None)
+        result = tuning.on_nbest(args.nbest, features, ties or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)
         if ini and output_ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy
@@ -273,17 +280,11 @@ def fold_count(text: str) -> int:
 
 def tied_features(text: str) -> tuple[str, tuple[str, ...]]:
     """An argparse type for ``--tie NAME=LABEL+LABEL...``."""
-    from rerank.formats.nbest import check_label
-
     name, _, labels = text.partition("=")
     members = tuple(label.strip() for label in labels.split("+") if label.strip())
     if not name.strip() or len(members) < 2:
         raise argparse.ArgumentTypeError(f"expected NAME=LABEL+LABEL..., at least two labels, e.g. "
                                          f"NMT=RNNsearch0+R2L0, got {text!r}")
-    try:  # the name goes into the weights and a moses.ini as a feature's label
-        check_label(name.strip())
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
     return name.strip(), members
 
 
