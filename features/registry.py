@@ -6,6 +6,7 @@ dataclass (see :mod:`rerank.features`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from rerank.features.mbr import ConsensusScore
 from rerank.features.nmt import NeuralTranslationModel
 from rerank.features.word_penalty import UnknownWordCount, WordPenalty
 from rerank.formats.nbest import check_label
+from rerank.formats.scored import describing_record, file_entry
+from rerank.models.config import WEIGHTS
 from rerank.rescore.feature import Feature
 
 FEATURES: dict[str, type[Any]] = {
@@ -34,6 +37,8 @@ FEATURES: dict[str, type[Any]] = {
 # The keys of the kinds' configs that name files or model directories (a config file's found from its own
 # directory too: rerank.config.resolved_input).
 FILE_KEYS = ("path", "vocab", "corpus", "model", "lm")
+# The keys that say how a feature computes, not what: left out of the record of a scored list.
+HOW_KEYS = ("name", "device", "max_tokens", "window")
 
 
 def _paths(value: object) -> tuple[str, ...]:
@@ -58,8 +63,46 @@ class FeatureSpec:
     def needs_source(self) -> bool:
         return bool(self.cls.needs_source)
 
+    @property
+    def scores_lists(self) -> bool:
+        """Whether its values depend on the whole list (a consensus feature), so that they are never reused."""
+        return callable(getattr(self.cls, "score_lists", None))
+
     def build(self) -> Feature:
         return cast(Feature, self.cls(self.config))
+
+    def identity(self, source: str | os.PathLike[str] | None) -> dict[str, Any]:
+        """What the feature's values are computed from, for the record of a scored list
+        (:mod:`rerank.formats.scored`): its kind, every option but those of :data:`HOW_KEYS`, each file it reads
+        with its content's digest (a model directory's weights), and with ``source`` where it reads the source."""
+        entry: dict[str, Any] = {"kind": next(kind for kind, cls in FEATURES.items() if cls is self.cls)}
+        for field in dataclasses.fields(self.config):
+            value = getattr(self.config, field.name)
+            if field.name in HOW_KEYS:
+                continue
+            if field.name in FILE_KEYS and value is not None:
+                paths = [_read_file(path) for path in _paths(value)]
+                entry[field.name] = paths[0] if isinstance(value, str) else paths
+            else:
+                entry[field.name] = list(value) if isinstance(value, tuple) else value
+        if self.needs_source:
+            entry["source"] = file_entry(source) if source is not None else None
+        return entry
+
+
+def scored_record(specs: Sequence[FeatureSpec], source: str | os.PathLike[str] | None,
+                  nbest: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The record of the list that scoring ``nbest`` with ``specs`` writes (:mod:`rerank.formats.scored`): the
+    features of ``nbest``'s own record, where it describes the list (their values pass through), and each
+    spec's :meth:`~FeatureSpec.identity`."""
+    inherited = describing_record(nbest) if str(nbest) != "-" else None
+    return {**(inherited.features if inherited is not None else {}),
+            **{spec.label: spec.identity(source) for spec in specs}}
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    """A file's entry in a record; a model directory's is its weights'."""
+    return file_entry(path, os.path.join(path, WEIGHTS) if os.path.isdir(path) else None)
 
 
 def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:

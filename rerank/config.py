@@ -282,8 +282,9 @@ def with_overrides(config: T, overrides: Mapping[str, Any], source: str = "the c
                 value = with_overrides(getattr(result, head), {".".join(rest): value}, source,
                                        within=f"{within}{head}.")
             result = dataclasses.replace(result, **{head: value})
-        except InvalidValue as e:
-            raise ConfigError(f"{source}: {name}: expected {e.expected}, got {brief(e.value)}") from None
+        except InvalidValue as e:  # a key below the one set (cv.choose.pro.l2 for cv.choose) is named whole
+            named = within + e.key if (within + e.key).startswith(f"{name}.") else name
+            raise ConfigError(f"{source}: {named}: expected {e.expected}, got {brief(e.value)}") from None
         except ValueError as e:  # other __post_init__ checks, whose message may name the key already
             raise ConfigError(f"{source}: {e}" if name in str(e) else f"{source}: {name}: {e}") from None
     return cast(T, result)

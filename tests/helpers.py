@@ -1,10 +1,12 @@
 """Plain helpers for the tests: reading and writing files, finding what an atomic write left behind, a tiny
-language model and a truncated one, hypotheses without their source, and hand-made and random tuning lists."""
+language model and a truncated one, hypotheses without their source, hand-made and random tuning lists, and a
+scored list edited with its record."""
 
 from __future__ import annotations
 
 import collections
 import gzip
+import hashlib
 import math
 import re
 from collections.abc import Callable
@@ -170,3 +172,15 @@ def assert_resumes_mid_epoch(run: Callable[[str, int], Path]) -> None:
     resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
     for key, value in whole.items():
         assert torch.equal(resumed[key], value), key
+
+
+def edit_scored_list(path: Path, edit: Callable[[str], str]) -> None:
+    """Change the text of the scored list ``path`` (plain or .gz) and its record with it, as though score-nbest
+    had written those values: to see which values a --reuse takes."""
+    from rerank.formats.scored import read_record, write_record
+
+    record = read_record(path)
+    assert record is not None, f"{path} has no record"
+    text = edit(gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text())
+    path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
+    write_record(path, hashlib.sha256(text.encode()).hexdigest(), record.features)

@@ -10,6 +10,7 @@ from typing import TypeVar
 from rerank.errors import RerankError
 
 _Number = TypeVar("_Number", int, float)
+_Value = TypeVar("_Value")
 
 
 def positive_int(text: str) -> int:
@@ -52,6 +53,17 @@ class StoreOnce(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             parser.error(f"{option_string} given twice")
         setattr(namespace, self.dest, values)
+
+
+def keyed_once(pairs: Sequence[tuple[str, _Value]], option: str) -> dict[str, _Value]:
+    """The ``(KEY, VALUE)`` pairs of a repeatable option (``--tie NAME=...``, ``--choose KEY=...``) as a mapping,
+    each KEY given at most once: a repeat is an error, not the last one silently winning."""
+    given: dict[str, _Value] = {}
+    for key, value in pairs:
+        if key in given:
+            raise RerankError(f"{option} {key} given twice: give each once (with all its values)")
+        given[key] = value
+    return given
 
 
 def check_moses_ini_options(args: argparse.Namespace) -> None:

@@ -45,13 +45,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import STDIO, check_outputs, committed_together
+    from rerank.formats.scored import has_record, record_path, write_joined_record
     from rerank.formats.shards import check_shards, manifest_path, merge_shards
 
     check_moses_ini_options(args)
     if args.output == STDIO:
         raise RerankError("merge-shards writes a file: give -o OUT")
-    check_outputs([("--output", args.output), ("--moses-ini-out", args.moses_ini_out)],
-                  [*args.shards, *map(manifest_path, args.shards)])
+    record = record_path(args.output) if has_record(args.output) else None
+    check_outputs([("--output", args.output), ("--moses-ini-out", args.moses_ini_out), ("--output's record", record)],
+                  [*args.shards, *map(manifest_path, args.shards), *map(record_path, args.shards)])
     ini = None
     if args.moses_ini is not None:
         shards = check_shards(args.shards)
@@ -67,10 +69,13 @@ def run(args: argparse.Namespace) -> int:
                 num_scores = len(entry.scores) - 1
                 break
         ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, args.weight)
-    with committed_together():  # the whole output and its moses.ini appear together
+    with committed_together():  # the whole output, its moses.ini and an n-best list's record appear together
         ordered = merge_shards(args.shards, args.output)
         if ini is not None:
             ini.write(args.moses_ini_out)
+        if ordered[0].command == "score-nbest" and not write_joined_record([o.path for o in ordered], args.output):
+            logger.warning("%s: a shard has no record of what its features were computed from (%s): the list has "
+                           "none either (--reuse will refuse it)", args.output, record_path(ordered[0].path).name)
     logger.info("%s: the %d shards of %s (%s of %s)", args.output, len(ordered), ordered[0].input.get("path"),
                 ordered[0].kind, ordered[0].command)
     if ini is not None:

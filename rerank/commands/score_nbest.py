@@ -11,10 +11,17 @@ With --shard I/N only part I of N of the n-best list is scored, into -o and its 
 for byte. A shard holds whole blocks of --batch-sentences sentence ids (0-63, 64-127, ...), which
 are scored together, sharded or not: the neural features' float32 values are the same.
 
+Beside -o OUT (a file), OUT.features.yaml records what each feature was computed from: its kind and
+options, the SHA-256 of each file it reads (language model, model weights, word list) and of the
+source; the features of the input list's own record are carried over. Move or copy it with the list.
+
 With --reuse SCORED (a list of the same source scored with the same features), a hypothesis SCORED has
 (same sentence id, same words) takes its values from there instead of being scored again: the union
 of Moses' list with RNNsearch's, with Moses' list scored already, scores only RNNsearch's new
-hypotheses. A list feature (mbr), whose values depend on the whole list, is computed anew.
+hypotheses. SCORED's record must say that each feature it has was computed as now (same source, same
+model weights, same LM, same options): a list scored otherwise is refused, before any model loads.
+--reuse-unchecked SCORED takes the values of a list without a record (scored by an older rerank) as
+they are. A list feature (mbr), whose values depend on the whole list, is computed anew.
 """
 
 from __future__ import annotations
@@ -22,15 +29,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rerank.commands.arguments import StoreOnce, add_shard_argument, positive_int
+
+if TYPE_CHECKING:
+    from rerank.features.registry import FeatureSpec
 
 logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output",)
-INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus", "reuse")
+INPUTS = ("nbest", "source", "config", "model", "lm", "unk_vocab", "unk_corpus", "reuse", "reuse_unchecked")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "in threads beside it (the output is the same)")
     parser.add_argument("--reuse", action="append", default=[], metavar="SCORED",
                         help="an n-best list of the same source scored with the same features: the hypotheses it "
-                             "has take its values, unscored (repeatable)")
+                             "has take its values, unscored, once its record (SCORED.features.yaml) shows the same "
+                             "source, models and options (repeatable)")
+    parser.add_argument("--reuse-unchecked", action="append", default=[], metavar="SCORED",
+                        help="as --reuse, for a list without a record (scored by an older rerank): its values are "
+                             "taken as they are, unchecked (repeatable)")
     add_shard_argument(parser, "sentences", input_option="nbest", same_output=("threads", "overlap"))
     nmt = parser.add_argument_group("neural translation models")
     nmt.add_argument("--model", action="append", default=[], metavar="DIR",
@@ -125,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.rescore.append import (
         RescoreConfig,
         check_new_labels,
+        check_reusable,
         check_sentence_ids,
         check_source_given,
         score_nbest,
@@ -143,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
             specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {key: getattr(args, key)}))
                      if hasattr(spec.config, key) else spec for spec in specs]
     check_source_given([spec.label for spec in specs if spec.needs_source], args.source)
+    record = checked_record(args, specs)
+    check_reusable(args.reuse, record, [spec.label for spec in specs if not spec.scores_lists])  # no model loaded
     nbest_name = display_name(args.nbest)
     batch_sentences = config.batch_sentences
     reader = None
@@ -160,13 +177,28 @@ def run(args: argparse.Namespace) -> int:
         features = [spec.build() for spec in specs]
         with _threads(args.threads):
             score_nbest(entries, args.output, features, nbest_name=nbest_name, source=args.source,
-                        batch_sentences=batch_sentences, overlap=args.overlap, reuse=args.reuse)
+                        batch_sentences=batch_sentences, overlap=args.overlap, reuse=args.reuse,
+                        reuse_unchecked=args.reuse_unchecked, record=record)
     if reader is not None:
         write_manifests(args, reader, {"output": "n-best list"}, batch_sentences=batch_sentences)
         if first is None:
             logger.info("%s: shard %s of %s has no sentences: wrote an empty list", args.output, args.shard,
                         nbest_name)
     return 0
+
+
+def checked_record(args: argparse.Namespace, specs: list[FeatureSpec]) -> dict[str, dict[str, Any]]:
+    """The record of the list -o writes (:func:`rerank.features.registry.scored_record`), its file beside -o
+    checked as an output first: never an input."""
+    from rerank.features.registry import scored_record
+    from rerank.formats.files import check_outputs
+    from rerank.formats.scored import has_record, record_path
+
+    if has_record(args.output):
+        inputs = [args.nbest, args.source, args.config, *args.model, args.lm, args.unk_vocab, args.unk_corpus,
+                  *args.reuse, *args.reuse_unchecked]
+        check_outputs([("--output's record", record_path(args.output))], inputs)
+    return scored_record(specs, args.source, args.nbest)
 
 
 def _threads(threads: int | None) -> contextlib.AbstractContextManager[None]:

@@ -42,7 +42,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import positive_int
+from rerank.commands.arguments import keyed_once, positive_int
 from rerank.tune.registry import OPTIMIZERS, check_optimizer
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
 
     config = load_config(TuneConfig, args.config) if args.config else TuneConfig()
     check_optimizer(config.optimizer, args.config)  # --optimizer's choices are the registry's
-    bounds = {**config.mert.feature_bounds, **dict(args.range)} if args.range else None
+    bounds = {**config.mert.feature_bounds, **keyed_once(args.range, "--range")} if args.range else None
     return with_overrides(config, {
         "optimizer": args.optimizer, "seed": args.seed, "mert.restarts": args.restarts,
         "mert.random_directions": args.random_directions, "mert.restart_folds": args.restart_folds,
@@ -161,7 +161,7 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
         "pro.standardize": args.standardize, "mira.standardize": args.standardize,
         "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
         "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase, "average_seeds": args.average_seeds,
-        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": dict(args.choose) if args.choose else None})
+        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": keyed_once(args.choose, "--choose") or None})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.formats.files import check_outputs, committed_together
     from rerank.formats.moses_ini import MosesIni
+    from rerank.formats.nbest import check_label
     from rerank.formats.tokenization import check_nbest_references
     from rerank.formats.weights import is_moses_ini, save_weights
     from rerank.tune.loop import weights_overwrite
@@ -177,6 +178,12 @@ def run(args: argparse.Namespace) -> int:
     from rerank.tune.tuning import Tuning, write_cv_report, write_moses_ini
 
     config = resolved_config(args)
+    ties = keyed_once(args.tie, "--tie")
+    for name in ties:  # the name goes into the weights and a moses.ini as a feature's label
+        try:
+            check_label(name)
+        except ValueError as e:
+            raise RerankError(f"--tie {name}: {e}") from None
     if args.decoder and not args.source:
         raise RerankError("--decoder needs --source, the text to translate")
     if args.source and not args.decoder:
@@ -212,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
         check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger)
-        result = tuning.on_nbest(args.nbest, features, dict(args.tie) or None)
+        result = tuning.on_nbest(args.nbest, features, ties or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)
         if ini and output_ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy

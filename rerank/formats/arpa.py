@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rerank.errors import FormatError
-from rerank.formats.files import display_name, read_lines
+from rerank.formats.files import display_name, open_binary, read_lines
 
 Context = tuple[str, ...]
 LN_10 = math.log(10.0)  # ARPA files and KenLM give log10 p; ln p = LN_10 · log10 p
@@ -85,6 +86,33 @@ def read_arpa_structure(path: str | os.PathLike[str], keep: Callable[[str], bool
             if backoff:
                 arpa.backoffs[ngram] = float(np.float32(backoff))  # as KenLM stores it
     raise FormatError(name, lineno + 1, "\\end\\ closing the model", got="the end of the file")
+
+
+KENLM_BINARY_MAGIC = b"mmap lm http://kheafield.com/code"  # the first bytes of every KenLM binary model
+
+
+def check_language_model(path: str | os.PathLike[str], binary: bool = True) -> None:
+    """``path`` is what KenLM loads, told from its first line in a moment: an ARPA file (``\\data\\`` its first
+    line that is not blank; gzipped or not) or, where ``binary``, a KenLM binary model. A text file, a phrase
+    table or an n-best list given as the language model is a :class:`FormatError` at its first line."""
+    name = display_name(path)
+    try:
+        with open_binary(path) as stream:
+            head = stream.read(len(KENLM_BINARY_MAGIC))
+    except (OSError, EOFError, zlib.error):
+        head = b""  # a damaged gzip stream: named by read_lines below
+    if head == KENLM_BINARY_MAGIC:
+        if binary:
+            return
+        raise FormatError(name, None, "an ARPA language model (text): a KenLM binary model does not do here",
+                          got="a KenLM binary model")
+    expected = "an ARPA language model (\\data\\ first)" + (" or a KenLM binary model" if binary else "")
+    for lineno, line in read_lines(path, "latin-1"):  # any bytes: the first line is shown as it is
+        if line.strip():
+            if line.strip() != "\\data\\":
+                raise FormatError(name, lineno, expected, got=line)
+            return
+    raise FormatError(name, None, expected, got="an empty file")
 
 
 def _header(lines: Iterator[tuple[int, str]], name: str) -> dict[int, int]:

@@ -28,13 +28,14 @@ from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, save_torch
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
+from rerank.models.config import WEIGHTS as WEIGHTS
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.subwords import SRC_SUBWORDS, TRG_SUBWORDS, SubwordVocabulary
 from rerank.models.vocab import SRC_VOCAB as SRC_VOCAB
 from rerank.models.vocab import TRG_VOCAB as TRG_VOCAB
 from rerank.models.vocab import Vocabulary
 
-WEIGHTS, CHECKPOINT = "model.pt", "checkpoint.pt"
+CHECKPOINT = "checkpoint.pt"
 
 
 def save_config(obj: Any, path: str | os.PathLike[str]) -> None:

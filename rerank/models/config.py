@@ -12,6 +12,7 @@ from rerank.config import at_least, below, from_dict, load_yaml
 from rerank.errors import ConfigError, RerankError
 
 CONFIG = "config.yaml"  # in a model directory: the training config, whose model section is the ModelConfig
+WEIGHTS = "model.pt"  # in a model directory: the weights (see rerank.models.checkpoint)
 DEFAULT_LABELS = {"encdec": "RNN0", "rnnsearch": "RNNsearch0"}  # the n-best label of each architecture's ln p
 RIGHT_TO_LEFT_LABEL = "R2L0"  # the n-best label of a right-to-left model's ln p
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rerank.errors import RerankError
+from rerank.errors import RerankError, counted
 from rerank.formats.files import atomic_binary_output
 from rerank.models.config import SubwordConfig
 from rerank.models.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
@@ -32,13 +33,14 @@ _SAMPLING = threading.Lock()  # sentencepiece's seed is global to the process: s
 T = TypeVar("T")
 
 
-def train_subwords(sample: list[str], config: SubwordConfig, path: str | os.PathLike[str]) -> None:
+def train_subwords(sample: list[str], config: SubwordConfig, path: str | os.PathLike[str], text: str) -> None:
     """Learn the pieces of the sentences ``sample`` (at most ``config.sample_sentences``, see
-    :func:`reservoir_sample`) and write the sentencepiece model to ``path``."""
+    :func:`reservoir_sample`) and write the sentencepiece model to ``path``. Errors name ``text``, the files the
+    sample was drawn from (``path`` may be in a directory that is removed on the way out)."""
     import sentencepiece as spm  # only where subwords are used
 
     if not any(sample):
-        raise RerankError(f"{path}: no text to learn subword units from")
+        raise RerankError(f"{text}: no text to learn subword units from")
     model = io.BytesIO()
     pad, unk, bos, eos = SPECIALS
     try:
@@ -49,9 +51,23 @@ def train_subwords(sample: list[str], config: SubwordConfig, path: str | os.Path
             input_sentence_size=0, shuffle_input_sentence=False, hard_vocab_limit=False, max_sentence_length=1 << 16,
             num_threads=os.cpu_count() or 1, minloglevel=2)
     except RuntimeError as e:
-        raise RerankError(f"{path}: sentencepiece could not learn subword units: {e}") from None
+        raise RerankError(f"{text}: sentencepiece could not learn {config.vocab_size:,} {config.type} subword units "
+                          f"from a sample of {counted(len(sample), 'line')}: {_sentencepiece_reason(e)}") from None
     with atomic_binary_output(path) as out:
         out.write(model.getvalue())
+
+
+def _sentencepiece_reason(error: RuntimeError) -> str:
+    """sentencepiece's message without its status and C++ source location (``INTERNAL: src/x.cc(638) [cond]``),
+    or the condition that failed where it says nothing more."""
+    text = " ".join(str(error).split())
+    found = re.fullmatch(r"(?:\w+: )?\S+\(\d+\) \[(.*?)\]\s*(.*)", text)
+    if found is None:
+        return text
+    condition, message = found.groups()
+    if condition == "!sentences_.empty()":
+        return f"no line of at most {1 << 16:,} bytes"
+    return message or f"its check {condition} failed"
 
 
 def reservoir_sample(items: Iterable[T], size: int, rng: np.random.Generator) -> list[T]:

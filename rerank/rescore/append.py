@@ -7,17 +7,18 @@ or on a whole test set.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rerank.errors import FormatError, NonFiniteScore, RerankError, counted
-from rerank.formats.files import STDIO, atomic_output, count_lines, display_name, read_lines
+from rerank.formats.files import STDIO, atomic_output, committed_together, count_lines, display_name, read_lines
 from rerank.formats.nbest import (
     FeatureLayout,
     NBestEntry,
@@ -27,6 +28,15 @@ from rerank.formats.nbest import (
     read_nbest,
 )
 from rerank.formats.pipeline import Behind, ahead
+from rerank.formats.scored import (
+    Identity,
+    content_digest,
+    difference,
+    has_record,
+    read_record,
+    record_path,
+    write_record,
+)
 from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
 from rerank.rescore.feature import Feature, SentenceList, scores_lists
@@ -105,6 +115,36 @@ def extended_layout(layout: FeatureLayout, features: Sequence[Feature], nbest_na
 
 
 Hypothesis = tuple[int, tuple[str, ...]]  # a sentence id and the hypothesis' words
+
+
+def check_reusable(paths: Sequence[str | os.PathLike[str]], record: Mapping[str, Identity],
+                   labels: Sequence[str]) -> None:
+    """Each scored list of ``paths`` has a record (:mod:`rerank.formats.scored`) that describes its text, and its
+    values of ``labels`` were computed from what ``record`` says they are computed from now (the same kind and
+    options, files of the same content, the same source): else an error naming the list, the label and what
+    differs. Only the record is read, and the list's text once: before any model loads."""
+    for path in paths:
+        name = display_name(path)
+        first = next(read_nbest(path), None)
+        present = [label for label in labels if first is not None and label in first.layout.labels]
+        if not present:
+            continue  # none of its values is taken: every hypothesis is scored anew
+        recorded = read_record(path)
+        unchecked = f"score it again, or give it as --reuse-unchecked {name} to take its values as they are"
+        if recorded is None:
+            raise RerankError(f"{name}: no record of what its features were computed from ({record_path(path).name}, "
+                              f"which score-nbest writes beside a list): {unchecked}")
+        if content_digest(path) != recorded.nbest:
+            raise RerankError(f"{name}: not the list its record {recorded.path} describes (it changed since it was "
+                              f"scored): {unchecked}")
+        for label in present:
+            if label not in recorded.features:
+                raise RerankError(f"{name}: its record {recorded.path} does not say what its {label} values were "
+                                  f"computed from: {unchecked}")
+            differs = difference(recorded.features[label], record[label])
+            if differs is not None:
+                raise RerankError(f"{name}: {label} was scored with {differs}: its values are not this feature's; "
+                                  "reuse a list scored with the same features, or score without it")
 
 
 class ScoredValues:
@@ -253,23 +293,43 @@ def check_sentence_ids(nbest: str | os.PathLike[str], source: str | os.PathLike[
 
 def score_nbest(entries: Iterable[NBestEntry], output: str | os.PathLike[str], features: Sequence[Feature], *,
                 nbest_name: str, source: str | os.PathLike[str] | None = None, batch_sentences: int = 64,
-                overlap: bool = True, reuse: Sequence[str | os.PathLike[str]] = ()) -> None:
+                overlap: bool = True, reuse: Sequence[str | os.PathLike[str]] = (),
+                reuse_unchecked: Sequence[str | os.PathLike[str]] = (),
+                record: Mapping[str, Identity] | None = None) -> None:
     """Write the n-best ``entries`` (of the list ``nbest_name``) to ``output``, atomically, with the values of
     ``features`` appended to every line; the values of a hypothesis that a scored list of ``reuse`` has are
-    copied from it (:class:`ScoredValues`). With ``overlap``, the list (and the source) are read and parsed by
-    one thread and the lines formatted and written by another while the features score
-    (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read in
-    the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
+    copied from it (:class:`ScoredValues`), once its record matches ``record`` (:func:`check_reusable`), and
+    those of ``reuse_unchecked`` as they are. With ``record`` (each label's entry: the features', and those of
+    the input list's record), the list's record is written beside it, together with it
+    (:mod:`rerank.formats.scored`; not beside stdout, a device or a FIFO). With ``overlap``, the list (and the
+    source) are read and parsed by one thread and the lines formatted and written by another while the features
+    score (:mod:`rerank.formats.pipeline`): the same bytes are written. A list or source read from stdin is read
+    in the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
     check_source_given([f.name for f in features if f.needs_source], source)
+    reused = [f.name for f in features if not scores_lists(f)]
+    if reuse:
+        if record is None:
+            raise ValueError("reuse needs the record of the features, to check the lists against")
+        check_reusable(reuse, record, reused)
+    for path in reuse_unchecked:
+        logger.warning("%s: its values are taken unchecked (what they were computed from is not compared)",
+                       display_name(path))
     text = SourceText(source) if source is not None else None
-    known = ScoredValues(reuse, [f.name for f in features]) if reuse else None
+    scored_lists = [*reuse, *reuse_unchecked]
+    known = ScoredValues(scored_lists, reused) if scored_lists else None
     appender = _Appender(features, nbest_name, known)
-    with atomic_output(output) as out:
-        def write(scored: tuple[_Block, list[list[Any]]]) -> None:
-            out.write("".join([f"{entry.line()}\n" for entry in appender.appended(*scored)]))
+    digest = hashlib.sha256()
+    with committed_together():  # the list and its record appear together
+        with atomic_output(output) as out:
+            def write(scored: tuple[_Block, list[list[Any]]]) -> None:
+                lines = "".join([f"{entry.line()}\n" for entry in appender.appended(*scored)])
+                digest.update(lines.encode("utf-8"))
+                out.write(lines)
 
-        with Behind(write, enabled=overlap) as writer:
-            read_ahead = overlap and STDIN_NAME not in (nbest_name, text.name if text is not None else None)
-            for block in ahead(_blocks(entries, text, nbest_name, batch_sentences), enabled=read_ahead):
-                writer.put((block, appender.columns(block)))
+            with Behind(write, enabled=overlap) as writer:
+                read_ahead = overlap and STDIN_NAME not in (nbest_name, text.name if text is not None else None)
+                for block in ahead(_blocks(entries, text, nbest_name, batch_sentences), enabled=read_ahead):
+                    writer.put((block, appender.columns(block)))
+        if record is not None and has_record(output):
+            write_record(output, digest.hexdigest(), record)
     appender.done()

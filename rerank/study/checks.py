@@ -1,7 +1,10 @@
 """Everything an experiment config names, checked before its first step: each file is there and is a file
 (a directory is not a source, a language model or a moses.ini), each model a model directory or a training
-config of the right direction, references as long as their sources, Moses' weights finite, and the words
-UNK1 counts known. Every message names the experiment's file and key, never a file the study derives."""
+config of the right direction, references as long as their sources, no more cross-validation folds than dev
+sentences, the language model an ARPA file or a KenLM binary, Moses' weights finite, and the words UNK1 counts
+known (the values that need no file, seeds and the BLEU tokenizer among them, are checked as the config is read:
+:mod:`rerank.study.config`). Every message names the experiment's file and key, never a file the study
+derives."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Any
 from rerank.config import load_yaml
 from rerank.errors import RerankError
 from rerank.evaluation.metrics import check_bucket_scheme
+from rerank.formats.arpa import check_language_model
 from rerank.formats.files import count_lines
 from rerank.formats.moses_ini import MosesIni
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
@@ -40,6 +44,13 @@ def check_experiment(config: ExperimentConfig, source: str = "the experiment con
         if sources != references:
             raise RerankError(f"{source}: {name}.reference: expected as many lines as {name}.source "
                               f"({split.source}: {sources:,}), got {references:,} in {split.reference}")
+        if name == "dev" and config.rescoring and config.cv_folds > sources:
+            raise RerankError(f"{source}: cv_folds: expected at most the {sources:,} sentences of dev.source "
+                              f"({split.source}), one a fold at least, got {config.cv_folds}")
+    try:  # KenLM reads it for LM1 (and the CSLM's back-off structure, from ARPA text only) many steps later
+        check_language_model(config.moses.language_model, binary=config.cslm is None)
+    except RerankError as e:
+        raise RerankError(f"{source}: moses.language_model: {e}") from None
     try:
         check_bucket_scheme(config.buckets)
     except ValueError as e:

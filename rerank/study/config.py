@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rerank.config import at_least, from_dict, load_config_data
+from rerank.config import InvalidValue, at_least, from_dict, load_config_data
 from rerank.tune.config import Optimizer
 from rerank.tune.registry import check_optimizer
+from rerank.tune.stats import check_tokenizer
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class DecoderTuning:
         if self.rescore is not None and self.rescore not in self.systems:
             raise ValueError(f"rescore: {self.rescore} is not one of the systems {list(self.systems)}")
         at_least(self, 1, "nbest_size", "restarts", "iterations")
+        check_seeds(self, "seeds")
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,12 @@ class ExperimentConfig:
         if self.ensemble_seeds and Path(self.rnnsearch).is_dir():
             raise ValueError("ensemble_seeds trains the rnnsearch config with other seeds: give a config, not a model")
         at_least(self, 1, "restarts", "beam", "nbest", "threads")
+        check_seeds(self, "seeds", "ensemble_seeds")
+        try:
+            check_tokenizer(self.tokenize)
+        except ValueError as e:
+            raise InvalidValue("tokenize", str(e).partition(": expected ")[2] or "a BLEU tokenizer", self.tokenize
+                               ) from None
         if self.nbest > self.beam:
             raise ValueError(f"nbest: expected at most beam ({self.beam}): a beam of {self.beam} keeps {self.beam} "
                              f"hypotheses, got {self.nbest}")
@@ -122,6 +130,14 @@ class ExperimentConfig:
         if unlisted and self.rescoring and self.moses.nbest_size is None:
             raise ValueError(f"{unlisted[0]}.nbest: give Moses' n-best list, or moses.nbest_size for Moses to "
                              "decode it")
+
+
+def check_seeds(config: object, *keys: str) -> None:
+    """Each seed of the tuples ``keys`` of ``config`` is at least 0 (a random generator's seed)."""
+    for key in keys:
+        seeds = getattr(config, key)
+        if any(seed < 0 for seed in seeds):
+            raise InvalidValue(key, "seeds of at least 0", list(seeds))
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:

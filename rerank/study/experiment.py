@@ -30,6 +30,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
+from rerank.errors import RerankError
 from rerank.study.checks import check_experiment
 from rerank.study.config import ExperimentConfig
 from rerank.study.lists import SPLITS, UNION_SYSTEMS, Scoring, cut_lists, feature_config, translate, union
@@ -57,7 +58,10 @@ class Experiment:
     def run(self) -> Path:
         from rerank.models.device import torch_device, torch_threads
 
-        torch_device(self.config.device)  # checked before the first step, as the inputs are
+        try:
+            torch_device(self.config.device)  # checked before the first step, as the inputs are
+        except RerankError as e:
+            raise RerankError(f"{self.source}: device: {e}") from None
         check_experiment(self.config, self.source)
         self.check_data()
         self.clock = Clock()

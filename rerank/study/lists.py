@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from rerank.config import load_config
-from rerank.features.registry import build_features
+from rerank.features.registry import FeatureSpec, read_specs, scored_record
 from rerank.formats.dictionaries import phrase_table_dictionary
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import read_nbest
+from rerank.formats.scored import record_path
 from rerank.models.config import default_label, read_model_config
 from rerank.rescore.append import RescoreConfig, score_nbest
 from rerank.study.checks import unknown_word_list
@@ -66,21 +67,24 @@ class Scoring:
 
     def __init__(self, steps: StepRunner):
         self.steps = steps
-        self._features: dict[Path, list[Feature]] = {}
+        self._features: dict[Path, tuple[list[FeatureSpec], list[Feature]]] = {}
 
     def __call__(self, nbest: str | Path, source: str, config: Path, output: Path, *, timing: str | None = None,
                  quiet: bool = False, reuse: tuple[Path, ...] = ()) -> None:
-        """Score ``nbest``; the hypotheses that the lists of ``reuse`` (scored with ``config``) have keep their
-        values."""
+        """Score ``nbest`` into ``output`` and its record; the hypotheses that the lists of ``reuse`` (scored with
+        ``config``, their records say) have keep their values."""
         self.steps.rerank(["score-nbest", nbest, "--source", source, "--config", config,
-                           *(word for scored in reuse for word in ("--reuse", scored)), "-o", output], [output],
-                          self._score, nbest, source, config, output, reuse, timing=timing, quiet=quiet)
+                           *(word for scored in reuse for word in ("--reuse", scored)), "-o", output],
+                          [output, record_path(output)], self._score, nbest, source, config, output, reuse,
+                          timing=timing, quiet=quiet)
 
     def _score(self, nbest: str | Path, source: str, config: Path, output: Path, reuse: tuple[Path, ...]) -> None:
         if config not in self._features:
-            self._features[config] = build_features(load_config(RescoreConfig, config).features, source=str(config))
-        score_nbest(read_nbest(nbest), output, self._features[config], nbest_name=display_name(nbest),
-                    source=source, reuse=reuse)
+            specs = read_specs(load_config(RescoreConfig, config).features, source=str(config))
+            self._features[config] = specs, [spec.build() for spec in specs]
+        specs, features = self._features[config]
+        score_nbest(read_nbest(nbest), output, features, nbest_name=display_name(nbest), source=source,
+                    reuse=reuse, record=scored_record(specs, source, nbest))
 
 
 def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Split, models: dict[str, Path]) -> None:

@@ -310,21 +310,33 @@ def file_record(path: Path) -> dict[str, Any]:
     return {"file": path.name, "bytes": size, "sha256": digest}
 
 
-def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, work: Path) -> tuple[_Pieces, _Pieces]:
+def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, work: Path,
+                    inputs: dict[str, Any]) -> tuple[_Pieces, _Pieces]:
     """One pass that samples the pairs (seeded), then a sentencepiece model per language learnt from the sample
-    (or one of both languages, ``joint``)."""
+    (or one of both languages, ``joint``); an error names the input files (``inputs``), never ``work``."""
     sample = reservoir_sample(pairs, config.sample_sentences, np.random.default_rng(SAMPLE_SEED))
+    texts = _side_texts(inputs)
     if config.joint:  # one model of both languages' text, written for each side
-        train_subwords([line for pair in sample for line in pair], config, work / SUBWORD_FILES[0])
+        train_subwords([line for pair in sample for line in pair], config, work / SUBWORD_FILES[0],
+                       " and ".join(dict.fromkeys(texts)))
         with work_file(work / SUBWORD_FILES[1]) as copy:
             copy.write((work / SUBWORD_FILES[0]).read_bytes())
         joint = _Pieces(SubwordVocabulary.from_file(work / SUBWORD_FILES[0]))
         return joint, joint
     models = []
     for column, name in enumerate(SUBWORD_FILES):
-        train_subwords([pair[column] for pair in sample], config, work / name)
+        train_subwords([pair[column] for pair in sample], config, work / name, texts[column])
         models.append(_Pieces(SubwordVocabulary.from_file(work / name)))
     return models[0], models[1]
+
+
+def _side_texts(inputs: dict[str, Any]) -> tuple[str, str]:
+    """The text each side's pieces are learnt from, as the user named it: the source and target files, or a
+    phrase table's source and target phrases."""
+    if "phrase_table" in inputs:
+        table = display_name(inputs["phrase_table"]["path"])
+        return f"{table} (its source phrases)", f"{table} (its target phrases)"
+    return display_name(inputs["source"]["path"]), display_name(inputs["target"]["path"])
 
 
 Pairs = Callable[[], Iterator[tuple[str, str]]]  # a new stream of the pairs at each call
@@ -348,7 +360,7 @@ def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
     sides: tuple[_Side, _Side] = (_Words(), _Words())
     records: dict[str, dict[str, Any]] = {}
     if settings.subwords is not None:
-        sides = _learn_subwords(pairs(), settings.subwords, work)
+        sides = _learn_subwords(pairs(), settings.subwords, work, inputs)
         records["subwords"] = {side: file_record(work / name) for side, name in zip(SIDES, SUBWORD_FILES, strict=True)}
     writer = _ShardWriter(work, settings.shard_pairs)
     lines = skipped = 0

@@ -6,7 +6,9 @@ PRO and MIRA standardise the features (``standardize: false`` gives Moses' ``pro
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from rerank.config import InvalidValue, at_least, below
 
@@ -68,7 +70,8 @@ class ProConfig:
     standardize: bool = True   # divide each feature by its standard deviation for the regression (False: Moses')
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "samples", "keep")
+        at_least(self, 1, "samples", "keep", "max_iterations")
+        at_least(self, 0, "min_diff", "l2")
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ class CrossValidationConfig:
     def __post_init__(self) -> None:
         if self.folds == 1 or self.folds < 0:
             raise InvalidValue("folds", "0 (none) or at least 2", self.folds)
+        at_least(self, 0, "seed")
         if self.choose and not self.folds:
             raise InvalidValue("choose", "folds of at least 2 to choose by", self.choose)
         for key, values in self.choose.items():
@@ -132,4 +136,41 @@ class TuneConfig:
     cv: CrossValidationConfig = field(default_factory=CrossValidationConfig)
 
     def __post_init__(self) -> None:
+        at_least(self, 0, "seed")
         at_least(self, 1, "average_seeds")
+        if self.cv.choose:  # every candidate a valid config, checked before any tuning
+            alone = dataclasses.replace(self, cv=CrossValidationConfig())
+            for key, values in self.cv.choose.items():
+                for value in values:
+                    with_choice(alone, key, value)
+
+
+def with_choice(config: TuneConfig, key: str, value: float) -> TuneConfig:
+    """``config`` with the setting ``key`` (a dotted path: ``pro.l2``) at ``value``, one of ``cv.choose``'s
+    candidates (an int where the setting is one), its range checked; an InvalidValue names ``cv.choose.KEY``."""
+    name = f"cv.choose.{key}"
+    if key.split(".")[0] == "cv":
+        raise InvalidValue("cv.choose", "settings of the tuning, not of the cross-validation that chooses them", key)
+    current: Any = config
+    for part in key.split("."):
+        if not dataclasses.is_dataclass(current) or part not in {f.name for f in dataclasses.fields(current)}:
+            raise InvalidValue(name, "a setting of the tuning config, e.g. pro.l2", key)
+        current = getattr(current, part)
+    if isinstance(current, bool) or not isinstance(current, (int, float)):
+        raise InvalidValue(name, "a number setting", key)
+    typed: float | int = float(value)
+    if isinstance(current, int):
+        if value != int(value):
+            raise InvalidValue(name, "whole numbers", value)
+        typed = int(value)
+    try:
+        return _replaced(config, key.split("."), typed)
+    except InvalidValue as e:
+        raise InvalidValue(name, e.expected, e.value) from None
+    except ValueError as e:
+        raise InvalidValue(name, f"a value its checks accept ({e})", value) from None
+
+
+def _replaced(config: Any, path: list[str], value: object) -> Any:
+    head, *rest = path
+    return dataclasses.replace(config, **{head: _replaced(getattr(config, head), rest, value) if rest else value})

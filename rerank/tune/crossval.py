@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import ConfigError
-from rerank.tune.config import TuneConfig
+from rerank.tune.config import TuneConfig, with_choice
 from rerank.tune.data import TuningData
 from rerank.tune.folds import fold_assignment, subset
 from rerank.tune.mert import l1_normalised
@@ -99,32 +98,16 @@ def tuner(config: TuneConfig) -> Tuner:
 
 
 def candidates(config: TuneConfig) -> dict[str, TuneConfig]:
-    """Every combination of the values of ``cv.choose``, by a name such as ``pro.l2=0.1``."""
-    from rerank.config import with_overrides
-
+    """Every combination of the values of ``cv.choose``, by a name such as ``pro.l2=0.1`` (each value checked
+    with the config: :func:`~rerank.tune.config.with_choice`)."""
     keys = list(config.cv.choose)
     result = {}
     for values in itertools.product(*(config.cv.choose[key] for key in keys)):
-        typed = {key: _typed(config, key, value) for key, value in zip(keys, values, strict=True)}
-        result[" ".join(f"{key}={value:g}" for key, value in typed.items())] = with_overrides(
-            config, typed, "cv.choose")
+        candidate = config
+        for key, value in zip(keys, values, strict=True):
+            candidate = with_choice(candidate, key, value)
+        result[" ".join(f"{key}={value:g}" for key, value in zip(keys, values, strict=True))] = candidate
     return result
-
-
-def _typed(config: TuneConfig, key: str, value: float) -> float | int:
-    """``value`` as an int where the setting ``key`` is one."""
-    current: Any = config
-    for part in key.split("."):
-        if not hasattr(current, part):
-            raise ConfigError(f"cv.choose: {key}: no such setting")
-        current = getattr(current, part)
-    if isinstance(current, bool) or not isinstance(current, (int, float)):
-        raise ConfigError(f"cv.choose: {key}: not a number setting")
-    if isinstance(current, int):
-        if value != int(value):
-            raise ConfigError(f"cv.choose: {key}: expected whole numbers, got {value:g}")
-        return int(value)
-    return float(value)
 
 
 def seed_averaged(config: TuneConfig, seeds: Sequence[int]) -> Tuner:

@@ -44,7 +44,10 @@ def tie(data: TuningData, groups: Mapping[str, Sequence[str]]) -> Tied:
     offsets = data.layout.offsets()
     members = {label: name for name, labels in groups.items() for label in labels}
     for name, labels in groups.items():
-        check_label(name)
+        try:
+            check_label(name)
+        except ValueError as e:
+            raise RerankError(f"tie {name}: {e}") from None
         if len(labels) < 2:
             raise RerankError(f"tie {name}: give at least two features to tie, got {', '.join(labels) or 'none'}")
         for label in labels:

@@ -120,6 +120,42 @@ def test_a_nan_weight_in_moses_ini_is_named_in_the_users_file(tmp_path: Path,
     assert f"experiment.yaml: moses.ini: {ini}:" in err and "finite numbers" in err
 
 
+def test_more_folds_than_dev_sentences_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    short = tmp_path / "dev"
+    short.write_text("a\nb\nc\n")
+    err = refused(tmp_path, capsys, cv_folds=4, **{"dev.source": str(short), "dev.reference": str(short),
+                                                   "dev.nbest": str(DATA / "toy.nbest")})
+    assert err == f"rerank: error: {tmp_path}/experiment.yaml: cv_folds: expected at most the 3 sentences of " \
+        f"dev.source ({short}), one a fold at least, got 4\n"
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"tokenize": "13b"}, "experiment.yaml: tokenize: expected one of none, "),
+    ({"seeds": [1, -1]}, "experiment.yaml: seeds: expected seeds of at least 0, got [1, -1]"),
+    ({"device": "gpu"}, "experiment.yaml: device: unknown device 'gpu'; expected cpu, cuda or cuda:N"),
+])
+def test_a_value_out_of_range_is_named_by_its_key(changes: dict[str, object], message: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert message in refused(tmp_path, capsys, **changes)
+
+
+def test_a_language_model_that_is_not_one_is_refused_at_its_first_line(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A text file (here the French side of the data) as the language model is refused before the first step,
+    naming the experiment's key and the file's first line; KenLM would say so only when LM1 is scored."""
+    err = refused(tmp_path, capsys, **{"moses.language_model": str(REPO / "examples" / "data" / "val.fr")})
+    first = (REPO / "examples" / "data" / "val.fr").read_text().splitlines()[0]
+    assert err.startswith(f"rerank: error: {tmp_path}/experiment.yaml: moses.language_model: {REPO}/examples/data/"
+                          f"val.fr:1: expected an ARPA language model (\\data\\ first) or a KenLM binary model, got "
+                          f"'{first[:40]}")
+    binary = tmp_path / "lm.binary"
+    binary.write_bytes(b"mmap lm http://kheafield.com/code format version 5\n\0\0")
+    cslm = {"cslm": str(MODELS / "encdec"), "moses.language_model": str(binary)}  # its back-off needs ARPA text
+    err = refused(tmp_path, capsys, **cslm)
+    assert f"moses.language_model: {binary}: expected an ARPA language model (text): a KenLM binary model does " \
+        "not do here" in err
+
+
 def test_the_sample_passes_every_check(tmp_path: Path) -> None:
     check_experiment(load_experiment(experiment(tmp_path)), "experiment.yaml")
 

@@ -6,6 +6,7 @@ another directory."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import edit_scored_list, write_arpa
 
 from rerank.cli import main
 from rerank.config import resolved_input
@@ -211,13 +213,17 @@ def test_score_nbest_reuses_the_values_of_a_scored_list(tmp_path: Path, capsys: 
     assert run(["score-nbest", nbest, *flags, "-o", tmp_path / "plain"], capsys)[0] == 0
     plain = (tmp_path / "plain").read_text().splitlines(True)
     first = [line for line in plain if line.startswith("0 ")]
-    (tmp_path / "scored").write_text("".join([first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7"),
-                                              *first[1:]]))
+    shutil.copy(tmp_path / "plain", tmp_path / "scored")
+    shutil.copy(tmp_path / "plain.features.yaml", tmp_path / "scored.features.yaml")
+    edit_scored_list(tmp_path / "scored", lambda text: "".join([first[0].replace("WP1= -11 UNK1= 0",
+                                                                                 "WP1= -99 UNK1= 7"), *first[1:]]))
     assert "WP1= -99 UNK1= 7" in (tmp_path / "scored").read_text()
     assert run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)[0] == 0
     out = (tmp_path / "out").read_text().splitlines(True)
     assert out[0] == first[0].replace("WP1= -11 UNK1= 0", "WP1= -99 UNK1= 7") and out[1:] == plain[1:]
+    shutil.copy(tmp_path / "scored.features.yaml", tmp_path / "wrong.features.yaml")
     (tmp_path / "wrong").write_text(first[0].replace("WP1= -11", "WP1= -11 -1"))
+    edit_scored_list(tmp_path / "wrong", lambda text: text)
     code, err = run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "wrong", "-o", tmp_path / "out2"], capsys)
     assert code == 2 and "WP1 has 2 values, but the feature gives 1" in err
 
@@ -240,3 +246,95 @@ def test_the_sample_page_gets_the_run_s_times(tmp_path: Path) -> None:
            "average of 2.5" in text
     assert "| translate | 2 | 61 | 100 |\n| tune | 1 | 30 | 50 |\n" + sample_table.TIME_END in text
     assert "old" not in text and sample_table.with_times(page, tmp_path / "none.json") == page
+
+
+def scored_with_model(tmp_path: Path, capsys: pytest.CaptureFixture[str], source: Path, output: str,
+                      *extra: object) -> tuple[int, str]:
+    """``score-nbest`` of the toy list with the shipped encoder-decoder (which reads the source) and a word
+    penalty."""
+    return run(["score-nbest", TEST_DATA / "toy.nbest", "--source", source, "--model", REPO / "examples" / "models" /
+                "encdec", "--word-penalty", *extra, "-o", tmp_path / output], capsys)
+
+
+def test_reuse_refuses_a_list_scored_against_another_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                           ) -> None:
+    """The list records its source's digest for RNN0: a list scored against another source (same sentence ids,
+    same hypotheses, other RNN0 values) is refused before any model loads, naming the label and both sources;
+    against the same source, its values are taken and the output is a fresh scoring's."""
+    other = tmp_path / "other.en"
+    other.write_text("".join(f"the {line}\n" for line in (TEST_DATA / "toy.en").read_text().splitlines()))
+    assert scored_with_model(tmp_path, capsys, other, "other.gz")[0] == 0
+    assert scored_with_model(tmp_path, capsys, TEST_DATA / "toy.en", "fresh.gz")[0] == 0
+    assert gzip.decompress((tmp_path / "other.gz").read_bytes()) != gzip.decompress((tmp_path / "fresh.gz")
+                                                                                    .read_bytes())
+    code, err = scored_with_model(tmp_path, capsys, TEST_DATA / "toy.en", "out.gz", "--reuse", tmp_path / "other.gz")
+    assert code == 2 and not (tmp_path / "out.gz").exists()
+    assert err.splitlines() == [f"rerank: error: {tmp_path}/other.gz: RNN0 was scored with source {other} (sha256 "
+                                f"{hashlib.sha256(other.read_bytes()).hexdigest()[:12]}), not {TEST_DATA}/toy.en "
+                                f"(sha256 {hashlib.sha256((TEST_DATA / 'toy.en').read_bytes()).hexdigest()[:12]}): "
+                                "its values are not this feature's; reuse a list scored with the same features, or "
+                                "score without it"]
+    assert scored_with_model(tmp_path, capsys, TEST_DATA / "toy.en", "out.gz", "--reuse", tmp_path / "fresh.gz")[0] == 0
+    assert (tmp_path / "out.gz").read_bytes() == (tmp_path / "fresh.gz").read_bytes()
+    assert (tmp_path / "out.gz.features.yaml").read_text().replace("out.gz", "fresh.gz") == \
+        (tmp_path / "fresh.gz.features.yaml").read_text()
+
+
+def test_reuse_refuses_another_language_model_under_the_same_label(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """LM1 from a language model whose file changed since (same name, other content) is refused; so is an option
+    that changes the values (--lm-oov adds a count)."""
+    lm = tmp_path / "lm.arpa"
+    write_arpa(lm, (TEST_DATA / "toy.fr").read_text().splitlines())
+    nbest = TEST_DATA / "toy.nbest"
+    assert run(["score-nbest", nbest, "--lm", lm, "-o", tmp_path / "scored"], capsys)[0] == 0
+    digest = hashlib.sha256(lm.read_bytes()).hexdigest()[:12]
+    code, err = run(["score-nbest", nbest, "--lm", lm, "--lm-oov", "--reuse", tmp_path / "scored", "-o",
+                     tmp_path / "out"], capsys)
+    assert code == 2 and err.splitlines()[-1].startswith(f"rerank: error: {tmp_path}/scored: LM1 was scored with "
+                                                         "oov false, not true: ")
+    write_arpa(lm, (TEST_DATA / "toy.fr").read_text().splitlines()[:2])  # another model, the same file name
+    code, err = run(["score-nbest", nbest, "--lm", lm, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)
+    assert code == 2 and f"{tmp_path}/scored: LM1 was scored with path {lm} (sha256 {digest}), not {lm} (sha256 " \
+        f"{hashlib.sha256(lm.read_bytes()).hexdigest()[:12]})" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.features.yaml").exists()
+
+
+def test_a_list_without_its_record_is_reused_only_unchecked(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A scored list without a record (an older rerank's), or whose text is not the one its record describes (it
+    was replaced since), is refused with a message naming --reuse-unchecked, which takes its values as they are.
+    A list written to stdout has no record."""
+    nbest, flags = TEST_DATA / "toy.nbest", ["--word-penalty"]
+    assert run(["score-nbest", nbest, *flags, "-o", tmp_path / "scored"], capsys)[0] == 0
+    record = (tmp_path / "scored.features.yaml").read_text()
+    (tmp_path / "scored.features.yaml").unlink()
+    code, err = run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)
+    assert code == 2 and err.splitlines() == [
+        f"rerank: error: {tmp_path}/scored: no record of what its features were computed from (scored.features.yaml, "
+        f"which score-nbest writes beside a list): score it again, or give it as --reuse-unchecked {tmp_path}/scored "
+        "to take its values as they are"]
+    (tmp_path / "scored.features.yaml").write_text(record)
+    (tmp_path / "scored").write_text((tmp_path / "scored").read_text().replace("WP1= -11", "WP1= -99"))
+    code, err = run(["score-nbest", nbest, *flags, "--reuse", tmp_path / "scored", "-o", tmp_path / "out"], capsys)
+    assert code == 2 and f"{tmp_path}/scored: not the list its record {tmp_path}/scored.features.yaml describes" in err
+    code, err = run(["score-nbest", nbest, *flags, "--reuse-unchecked", tmp_path / "scored", "-o", tmp_path / "out"],
+                    capsys)
+    assert code == 0 and "its values are taken unchecked" in err and "WP1= -99" in (tmp_path / "out").read_text()
+    assert run(["score-nbest", nbest, *flags, "-o", "-"], capsys)[0] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.features.yaml", "scored", "scored.features.yaml"]
+
+
+def test_a_scored_list_and_its_record_appear_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A scoring that fails (a sentence id beyond the source, found as the list is read from stdin) leaves neither
+    the list nor its record; the record of a chained scoring keeps the input list's features."""
+    nbest = TEST_DATA / "toy.nbest"
+    assert run(["score-nbest", nbest, "--word-penalty", "-o", tmp_path / "first"], capsys)[0] == 0
+    assert run(["score-nbest", tmp_path / "first", "--word-penalty", "--wp-label", "WP2", "-o", tmp_path / "second"],
+               capsys)[0] == 0
+    assert list(yaml.safe_load((tmp_path / "second.features.yaml").read_text())["features"]) == ["WP1", "WP2"]
+    short = tmp_path / "short.en"
+    short.write_text("one line\n")
+    code, _ = run(["score-nbest", nbest, "--source", short, "--model", REPO / "examples" / "models" / "encdec",
+                   "-o", tmp_path / "third"], capsys)
+    assert code == 2 and not (tmp_path / "third").exists() and not (tmp_path / "third.features.yaml").exists()

@@ -168,3 +168,20 @@ def test_a_phrase_pairs_probability_is_the_product_over_its_pieces(model_dir: Pa
             assert math.isclose(written, math.exp(log_p), rel_tol=1e-3)
         else:
             assert written < 1e-30
+
+
+def test_a_failed_sentencepiece_training_names_the_text_it_learnt_from(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """More distinct characters than pieces: sentencepiece refuses, and the one line names the target file and
+    sentencepiece's reason, not the temporary directory's model file (removed with it); nothing is left."""
+    source, target = tmp_path / "train.en", tmp_path / "train.zh"
+    source.write_text("a b c\n")
+    target.write_text("".join(chr(0x4E00 + i) for i in range(400)) + "\n")
+    code = main(["prepare", str(source), str(target), "-o", str(tmp_path / "prepared"), "--subwords", "bpe",
+                 "--subword-vocab-size", "300"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.splitlines() == [
+        f"rerank: error: {target}: sentencepiece could not learn 300 bpe subword units from a sample of 1 line: "
+        "Vocabulary size is smaller than required_chars. 300 vs 661. Increase vocab_size or decrease "
+        "character_coverage with --character_coverage option."]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["train.en", "train.zh"]

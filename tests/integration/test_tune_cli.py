@@ -94,3 +94,26 @@ def test_second_reference_of_other_length(lists, tmp_path, capsys):
     assert main(["tune", "--nbest", lists["nbest"][0], "-r", lists["reference"], "-r", str(other),
                  "-o", str(tmp_path / "w.yaml")]) == 2
     assert "other.ref:2: expected 10 lines, as" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--seed", "-1"], "the command line: seed: expected an integer of at least 0, got -1"),
+    (["--cv", "2", "--cv-seed", "-1"], "the command line: cv.seed: expected an integer of at least 0, got -1"),
+    (["--cv", "2", "--choose", "seed=-1,1"], "the command line: cv.choose.seed: expected an integer of at least 0, "
+                                             "got -1"),
+    (["--cv", "2", "--choose", "pro.l2=-1,1"], "cv.choose.pro.l2: expected a number of at least 0, got -1.0"),
+    (["--cv", "3", "--choose", "cv.folds=3,4"], "cv.choose: expected settings of the tuning, not of the "
+                                                "cross-validation that chooses them, got 'cv.folds'"),
+    (["--tie", "X$(touch PWN)=lm+w"], "--tie X$(touch PWN): feature label 'X$(touch PWN)' must be a letter"),
+    (["--cv", "2", "--choose", "pro.l2=0.1,1", "--choose", "pro.l2=10"], "--choose pro.l2 given twice"),
+    (["--tie", "A=lm+w", "--tie", "A=tm+d"], "--tie A given twice"),
+    (["--range", "lm:0..1", "--range", "lm:-1..1"], "--range lm given twice"),
+])
+def test_bad_tuning_options_are_one_line_before_any_work(lists, tmp_path, monkeypatch, capsys, extra, message):
+    """Out-of-range seeds and choices, a label that is not one and a repeated key: exit 2 and one line naming
+    the option, nothing written, nothing run (no traceback from numpy or a label check)."""
+    monkeypatch.chdir(tmp_path)
+    assert tune(lists, tmp_path / "w.yaml", *extra) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rerank: error: ") and message in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no weights, no PWN

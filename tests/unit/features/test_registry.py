@@ -51,3 +51,24 @@ def test_a_mistyped_feature_kind(tmp_path: Path, capsys: pytest.CaptureFixture[s
     nbest.write_text("0 ||| a b ||| F0= 1 ||| 1\n", encoding="utf-8")
     assert main(["score-nbest", str(nbest), "--config", str(config), "-o", str(tmp_path / "out")]) == 2
     assert "unknown feature kind 'word-penalti' (did you mean 'word-penalty'?)" in capsys.readouterr().err
+
+
+def test_the_identity_of_a_feature_is_what_its_values_depend_on(tmp_path: Path) -> None:
+    """Kind, the options that change values, each file's digest (a model directory's: its weights'), and the source
+    for a feature that reads it; not the label or where and how the model runs."""
+    import hashlib
+
+    from rerank.features.registry import read_spec
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.pt").write_bytes(b"weights")
+    (model / "config.yaml").write_text("model: {}\n")
+    source = tmp_path / "src.en"
+    source.write_text("a b\n")
+    spec = read_spec({"kind": "nmt", "model": str(model), "name": "X0", "device": "cpu", "max_tokens": 99})
+    assert spec.identity(str(source)) == {
+        "kind": "nmt", "model": {"file": str(model), "sha256": hashlib.sha256(b"weights").hexdigest()},
+        "channel": False, "per_word": False, "sum": True, "precision": "fp32",
+        "source": {"file": str(source), "sha256": hashlib.sha256(b"a b\n").hexdigest()}}
+    assert read_spec({"kind": "word-penalty", "name": "WP2"}).identity(str(source)) == {"kind": "word-penalty"}

@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from rerank.cli import main
 from rerank.config import load_config, load_yaml
 from rerank.errors import RerankError
-from rerank.formats.arpa import read_arpa_structure
+from rerank.formats.arpa import check_language_model, read_arpa_structure
 from rerank.formats.dictionaries import read_dictionary
 from rerank.formats.moses_ini import MosesIni
 from rerank.formats.nbest import read_nbest
 from rerank.formats.phrase_table import read_phrase_table
+from rerank.formats.scored import difference, read_record
 from rerank.formats.shards import ShardOutput
 from rerank.formats.weights import load_weights
 from rerank.rescore.append import RescoreConfig
@@ -128,6 +129,12 @@ def test_arpa_files(data: bytes) -> None:
 
 
 @FUZZ
+@given(any_bytes(arpa_texts()))
+def test_language_model_checks(data: bytes) -> None:
+    result_or_clean_error(check_language_model, data, "lm.arpa")
+
+
+@FUZZ
 @given(any_bytes(lines_of(TOKEN)))
 def test_dictionaries(data: bytes) -> None:
     result_or_clean_error(read_dictionary, data)
@@ -157,6 +164,25 @@ def manifest_texts() -> st.SearchStrategy[bytes]:
                             "sha256", "start", "end", "lines", "first_line", "to_end", "bytes"])
     line = st.tuples(st.sampled_from(["", "  "]), keys, value).map(lambda t: f"{t[0]}{t[1]}: {t[2]}")
     return st.lists(line, max_size=16).map(lambda ls: "\n".join(ls).encode())
+
+
+def record_texts() -> st.SearchStrategy[bytes]:
+    value = st.one_of(NUMBERS, st.sampled_from(["kenlm", "true", "null", "[]", "{}", "{file: a, sha256: b}",
+                                                "[{sha256: null}]", "'x'"]))
+    keys = st.sampled_from(["nbest", "sha256", "features", "LM1", "kind", "path", "file", "source", "oov"])
+    line = st.tuples(st.sampled_from(["", "  ", "    "]), keys, value).map(lambda t: f"{t[0]}{t[1]}: {t[2]}")
+    return st.lists(line, max_size=12).map(lambda ls: "\n".join(ls).encode())
+
+
+@FUZZ
+@given(any_bytes(record_texts()))
+def test_scored_list_records(data: bytes) -> None:
+    def read(path: Path) -> None:
+        record = read_record(path.with_name("scored"))
+        if record is not None:
+            for entry in record.features.values():
+                difference(entry, {"kind": "kenlm", "path": {"file": "lm", "sha256": "0" * 64}})
+    result_or_clean_error(read, data, "scored.features.yaml")
 
 
 @FUZZ

@@ -19,7 +19,7 @@ from rerank.models.vocab import EOS_ID, PAD_ID, SPECIALS, Vocabulary
 def model(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("subwords") / "subwords.fr.model"
     sample = multi30k_slice["reference"].read_text(encoding="utf-8").splitlines()
-    train_subwords(sample, SubwordConfig(vocab_size=300), path)
+    train_subwords(sample, SubwordConfig(vocab_size=300), path, "train.fr")
     return path
 
 
@@ -57,8 +57,8 @@ def test_a_model_saved_loads_matching_its_vocabulary_and_other_files_are_refused
         SubwordVocabulary.from_file(tmp_path / "cut.model")
     with pytest.raises(RerankError, match=r"missing.model: cannot read"):
         SubwordVocabulary.from_file(tmp_path / "missing.model")
-    with pytest.raises(RerankError, match="no text to learn subword units from"):
-        train_subwords(["", ""], SubwordConfig(vocab_size=300), tmp_path / "empty.model")
+    with pytest.raises(RerankError, match="^train.fr: no text to learn subword units from"):
+        train_subwords(["", ""], SubwordConfig(vocab_size=300), tmp_path / "empty.model", "train.fr")
 
 
 def test_a_reservoir_sample_keeps_all_of_a_short_text_and_draws_from_a_long_one() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import edit_scored_list
 from tiny_models import save_model_dir, taught_model, tiny_config
 
 from rerank.config import load_config
@@ -140,8 +141,8 @@ def test_the_union_keeps_moses_scored_values(test_data: Path, tmp_path: Path) ->
     score = Scoring(steps)
     # Moses' scored list with a value no word penalty has: the union must keep it for Moses' hypotheses
     score(moses, config.dev.source, features, steps.out / "dev.moses.scored.gz")
-    marked = [e.line().replace("WP1= -", "WP1= -100") for e in read_nbest(steps.out / "dev.moses.scored.gz")]
-    (steps.out / "dev.moses.scored.gz").write_bytes(gzip.compress("".join(f"{line}\n" for line in marked).encode()))
+    edit_scored_list(steps.out / "dev.moses.scored.gz", lambda text: text.replace("WP1= -", "WP1= -100"))
+    assert (steps.out / "dev.moses.scored.gz.features.yaml").exists()  # its record, which --reuse checks
     nmt = "0 ||| un homme . ||| RNNsearch0= -1 ||| -1\n1 ||| un chien court ||| RNNsearch0= -2 ||| -2\n"
     (steps.out / "dev.rnnsearch.nbest.gz").write_bytes(gzip.compress(nmt.encode()))
     union(config, steps, score, "dev", config.dev, str(moses), features, None)

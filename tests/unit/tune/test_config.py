@@ -39,8 +39,25 @@ def test_nested_values_are_read_as_their_types() -> None:
     ({"cv": {"choose": {"pro.l2": [1]}}}, r"cv.choose: expected folds of at least 2 to choose by"),
     ({"cv": {"folds": 3, "choose": {"pro.l2": []}}}, r"cv.choose.pro.l2: expected at least one value, got \[\]"),
     ({"average_seeds": 0}, r"average_seeds: expected an integer of at least 1, got 0"),
+    ({"seed": -1}, r"seed: expected an integer of at least 0, got -1"),
+    ({"cv": {"seed": -1}}, r"cv.seed: expected an integer of at least 0, got -1"),
+    ({"pro": {"l2": -1}}, r"pro.l2: expected a number of at least 0, got -1"),
+    ({"cv": {"folds": 3, "choose": {"seed": [-1, 1]}}}, r"cv.choose.seed: expected an integer of at least 0, got -1"),
+    ({"cv": {"folds": 3, "choose": {"cv.folds": [3, 4]}}},
+     r"cv.choose: expected settings of the tuning, not of the cross-validation that chooses them, got 'cv.folds'"),
+    ({"cv": {"folds": 3, "choose": {"mert.restarts": [1.5]}}}, r"cv.choose.mert.restarts: expected whole numbers"),
+    ({"cv": {"folds": 3, "choose": {"pro.nothing": [1]}}}, r"cv.choose.pro.nothing: expected a setting of the "),
+    ({"cv": {"folds": 3, "choose": {"optimizer": [1]}}}, r"cv.choose.optimizer: expected a number setting"),
     ({"bleu": {"tokenize": "13b"}}, r"bleu: unknown BLEU tokenizer '13b': expected one of none, zh, 13a"),
 ])
 def test_a_value_out_of_range_is_refused_under_its_key(data: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=rf"^tune.yaml: {message}"):
         from_dict(TuneConfig, data, "tune.yaml")
+
+
+def test_a_flag_out_of_range_is_refused_under_its_whole_key() -> None:
+    from rerank.config import with_overrides
+
+    with pytest.raises(ConfigError, match=r"^the command line: cv.choose.pro.l2: expected a number of at least 0, "
+                                          r"got -1"):
+        with_overrides(TuneConfig(), {"cv.folds": 3, "cv.choose": {"pro.l2": (-1.0, 1.0)}})

@@ -37,6 +37,7 @@ def test_a_tie_is_the_mean_of_its_members_and_its_weight_scores_as_the_members_w
     ({"X": ["A", "B"]}, "B has several values"),
     ({"C": ["A", "D"]}, "a feature of that name already"),
     ({"X": ["A", "D"], "Y": ["D", "C"]}, "a feature is in two groups"),
+    ({"X$(touch PWN)": ["A", "D"]}, r"tie X\$\(touch PWN\): feature label .* must be a letter"),
 ])
 def test_bad_ties_are_refused(groups, message):
     with pytest.raises(RerankError, match=message):
