@@ -7,9 +7,10 @@
 ``nbest``: Moses n-best lists.
 ``phrase_table``: Moses phrase tables.
 ``pipeline``: the host's work in threads beside the model's: reading and parsing ahead, formatting and writing behind.
+``relatedness``: references unrelated to the hypotheses (another set's, shifted by a line), found from shared words.
 ``shards``: contiguous parts of a file (``--shard I/N``), their manifests and their merging.
 ``streams``: records read as streams: the first one, and chunks.
-``tokenization``: hypotheses and references tokenized or escaped differently, found from their punctuation.
+``tokenization``: hypotheses and references tokenized, escaped or cased differently, found from their punctuation.
 ``tokens``: what a tokenised sentence is.
 ``weights``: log-linear weights: YAML weights files and moses.ini weights.
 """
