@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from rerank.config import from_dict
-from rerank.errors import ConfigError, did_you_mean
+from rerank.errors import ConfigError, did_you_mean, did_you_mean_path
 from rerank.features.cslm import ContinuousSpaceLM
 from rerank.features.language_model import LanguageModel
 from rerank.features.mbr import ConsensusScore
@@ -118,7 +118,7 @@ def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:
     for key in FILE_KEYS:  # a file the feature reads is checked here, where the config and the key are known
         for path in _paths(getattr(config, key, None)):
             if not os.path.exists(path):
-                raise ConfigError(f"{source}: {kind}.{key}: {path}: no such file or directory")
+                raise ConfigError(f"{source}: {kind}.{key}: {path}: no such file or directory{did_you_mean_path(path)}")
     try:
         if config.name is not None:  # None: the feature chooses its label (nmt: from the model's architecture)
             check_label(config.name)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from rerank import __version__
 from rerank.commands import (
@@ -66,7 +67,18 @@ OUR_LOGGERS = ("rerank",)
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, with the closest name for a mistyped command or choice ("did you mean")."""
+    """argparse's parser, with the closest name for a mistyped command or choice ("did you mean"), no abbreviated
+    options (``--word-penalt`` is an error, not ``--word-penalty``: a script that abbreviates breaks the day an
+    option with the same start is added), and an error said first, in one line, with a short usage after it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """``rerank tune: error: MESSAGE`` first, then where the whole usage is, and exit status 2."""
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message}\nusage: {self.prog} [-h] ... "
+                                   f"(see {self.prog} --help)\n")
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         if action.choices is not None and value not in action.choices:
@@ -97,9 +109,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         command: argparse.ArgumentParser = subparsers.choices[args.command]
-        options = [o for o in unknown if o.startswith("-")]
-        hint = did_you_mean(options[0].split("=")[0], command._option_string_actions) if options else ""
-        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        options = [o.split("=")[0] for o in unknown if re.match(r"--?[^\W\d]", o)]  # not a negative number
+        if options:  # named alone: its value may have been taken for a positional argument
+            named = ", ".join(o + did_you_mean(o, command._option_string_actions) for o in options)
+            command.error(f"unrecognized option{'s' * (len(options) > 1)} {named}")
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     return args
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+import os
+import pathlib
 import re
 import reprlib
 from collections.abc import Callable, Iterable
@@ -56,6 +58,28 @@ def did_you_mean(word: str, known: Iterable[str], prefix: str = "") -> str:
     ``training.x``), or ``""`` if none is close."""
     close = difflib.get_close_matches(word, list(known), n=1)
     return f" (did you mean {prefix + close[0]!r}?)" if close else ""
+
+
+def did_you_mean_path(path: str | os.PathLike[str]) -> str:
+    """`` (did you mean 'dir/x'?)`` for a path that does not exist, with each missing part of it replaced by the
+    closest name in the directory above (``examples/models/rnnserch``: ``examples/models/rnnsearch``), where the
+    path that makes exists; ``""`` otherwise."""
+    text = os.fspath(path)
+    found = ""
+    for part in pathlib.Path(text).parts:
+        candidate = os.path.join(found, part)
+        if not os.path.lexists(candidate):
+            try:
+                names = sorted(os.listdir(found or os.curdir))
+            except OSError:
+                return ""
+            close = difflib.get_close_matches(part, names, n=1)
+            if not close:
+                return ""
+            candidate = os.path.join(found, close[0])
+        found = candidate
+    return f" (did you mean {found!r}?)" if found and os.path.normpath(found) != os.path.normpath(text) \
+        and os.path.exists(found) else ""
 
 
 def quoted(text: str) -> str:

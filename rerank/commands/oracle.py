@@ -4,7 +4,8 @@ lists' first hypotheses, so that the headroom of reranking a candidate pool is k
 The oracle is the usual greedy approximation (a lower bound): each sentence's best BLEU+1, then
 sweeps that give each sentence the hypothesis maximising corpus BLEU with the others fixed. For the
 oracle of several systems' candidates together, score their union (`rerank merge-nbest`).
-A warning where a list's hypotheses and the references are tokenized differently (as `rerank evaluate`).
+A warning where a list's hypotheses and the references are tokenized or cased differently, or where the
+references look unrelated to the list's 1-best (as `rerank evaluate`).
 """
 
 from __future__ import annotations

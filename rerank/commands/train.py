@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
             progress = _trainer(config, world, device).train()
     except TrainingInterrupted as stopped:
         if world.is_main:
+            under = f" under torchrun, with {world.size} processes again" if world.distributed else ""
             print(f"rerank: {config.output_dir}: stopped by {stopped.args[0]}; its checkpoint is saved: run the same "
-                  f"command again to resume (rerank train --config {args.config} ...)", file=sys.stderr)
+                  f"command again to resume{under}: {resume_command(args)}", file=sys.stderr)
         return 128 + stopped.signum
     if world.is_main:
         print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f}"
@@ -85,6 +87,17 @@ def _trainer(config: TrainConfig | CSLMTrainConfig, world: World, device: torch.
     from rerank.training.trainer import Trainer
 
     return Trainer(config, world, device)
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that resumes the run: every option it was given, shell-quoted."""
+    words = ["rerank", *(["-q"] if getattr(args, "quiet", False) else []), "train", "--config", str(args.config)]
+    for option, value in (("--output-dir", args.output_dir), ("--threads", args.threads), ("--seed", args.seed)):
+        if value is not None:
+            words += [option, str(value)]
+    if args.device != "cpu":
+        words += ["--device", args.device]
+    return shlex.join(words)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:

@@ -23,7 +23,8 @@ with the whole source's sentence ids (see rerank.tune.parallel), as moses-parall
 
 The weights are written as YAML and, with --moses-ini (or --output-ini), into a copy of that moses.ini. Settings come
 from --config (see configs/tuning/tune.yaml); the flags below override single ones. With --nbest, a warning where
-the lists' hypotheses and the references are tokenized differently (as `rerank evaluate`): BLEU would steer the
+the lists' hypotheses and the references are tokenized or cased differently, or where the references look
+unrelated to the lists' 1-best (another set's, shifted by a line), as `rerank evaluate`: BLEU would steer the
 weights wrong.
 
 On fixed lists, --cv K also estimates what the weights carry over to unseen sentences: the sentences are dealt into K
@@ -218,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
-        check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger)
+        check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger,
+                               config.bleu.lowercase)
         result = tuning.on_nbest(args.nbest, features, ties or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)

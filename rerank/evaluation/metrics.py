@@ -18,6 +18,7 @@ import numpy as np
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_text
+from rerank.formats.relatedness import warn_unrelated
 from rerank.formats.tokenization import check_nbest_references, looks_tokenized, warn_style_mismatch
 
 if TYPE_CHECKING:
@@ -146,7 +147,8 @@ def evaluate(systems: Sequence[tuple[str, str]], references: Sequence[str], *, s
     hypotheses += [read_aligned(path, anchor, count) for _, path in systems[1:]]
     refs = [read_aligned(path, anchor, count) for path in references]
     for (_, path), hyps in zip(systems, hypotheses, strict=True):
-        warn_style_mismatch(hyps, refs[0], display_name(path), display_name(references[0]), logger)
+        warn_style_mismatch(hyps, refs[0], display_name(path), display_name(references[0]), logger, lowercase)
+        warn_unrelated(hyps, refs[0], display_name(path), display_name(references[0]), logger)
     groups = length_buckets([len(line.split()) for line in read_aligned(source, anchor, count)], buckets) \
         if source is not None else []
     # tokenize "none" says the text is tokenized already: sacreBLEU's warning about that is noise
@@ -225,7 +227,8 @@ def list_oracles(nbests: Sequence[str], references: Sequence[str], tokenize: str
         bleu = BleuStatistics(texts, tokenize=tokenize)
     except ValueError as e:
         raise RerankError(f"--tokenize: {e}") from None
-    results = {str(path): list_oracle(path, bleu, reference_name=display_name(references[0])) for path in nbests}
+    results = {str(path): list_oracle(path, bleu, reference_name=display_name(references[0]), references=texts[0])
+               for path in nbests}
     return results, bleu.signature()
 
 

@@ -8,10 +8,11 @@ language model's kind told from its first line.
 ``nbest``: Moses n-best lists.
 ``phrase_table``: Moses phrase tables.
 ``pipeline``: the host's work in threads beside the model's: reading and parsing ahead, formatting and writing behind.
+``relatedness``: references unrelated to the hypotheses (another set's, shifted by a line), found from shared words.
 ``scored``: the record beside a scored n-best list of what each feature was computed from (``--reuse``).
 ``shards``: contiguous parts of a file (``--shard I/N``), their manifests and their merging.
 ``streams``: records read as streams: the first one, and chunks.
-``tokenization``: hypotheses and references tokenized or escaped differently, found from their punctuation.
+``tokenization``: hypotheses and references tokenized, escaped or cased differently, found from their punctuation.
 ``tokens``: what a tokenised sentence is.
 ``weights``: log-linear weights: YAML weights files and moses.ini weights.
 """

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO, cast
 
 from rerank.config import GZIP_MAGIC
-from rerank.errors import FormatError, RerankError
+from rerank.errors import FormatError, RerankError, did_you_mean_path
 
 STDIO = "-"
 GZIP_LEVEL = 6  # level 9 costs twice the time for 1-2% smaller files
@@ -95,6 +95,8 @@ def open_binary(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         return
     try:
         raw = open(path, "rb")
+    except FileNotFoundError as e:
+        raise RerankError(f"{path}: cannot read: {e.strerror}{did_you_mean_path(path)}") from None
     except OSError as e:
         raise RerankError(f"{path}: cannot read: {e.strerror}") from None
     with raw:

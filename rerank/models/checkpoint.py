@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from rerank.config import dump_config
-from rerank.errors import RerankError
+from rerank.errors import RerankError, did_you_mean_path
 from rerank.formats.files import atomic_output, save_torch
 from rerank.models.architectures import build_model
 from rerank.models.config import CONFIG, ModelConfig, read_model_config
@@ -85,7 +85,7 @@ def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu")
         with open(path, "rb") as f:
             head = f.read(4)
     except FileNotFoundError:
-        raise RerankError(f"{path}: no such file") from None
+        raise RerankError(f"{path}: no such file{did_you_mean_path(path)}") from None
     except OSError as e:
         raise RerankError(f"{path}: cannot read: {e.strerror}") from None
     if not (head == b"PK\x03\x04" or head[:1] == b"\x80"):  # torch.save's zip archive, or its older pickle

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_type_hints
 
 from rerank.config import at_least, below, from_dict, load_yaml
-from rerank.errors import ConfigError, RerankError
+from rerank.errors import ConfigError, RerankError, did_you_mean_path
 
 CONFIG = "config.yaml"  # in a model directory: the training config, whose model section is the ModelConfig
 WEIGHTS = "model.pt"  # in a model directory: the weights (see rerank.models.checkpoint)
@@ -197,6 +197,8 @@ def model_config_type(section: object) -> type[AnyModelConfig]:
 def read_model_section(directory: str | os.PathLike[str], kind: type[_Config]) -> _Config:
     """The ``model`` section of ``directory/config.yaml``, checked, as a ``kind``."""
     path = Path(directory) / CONFIG
+    if not os.path.exists(directory):
+        raise RerankError(f"{directory}: no such directory{did_you_mean_path(directory)}")
     if not path.is_file():
         raise RerankError(f"{directory}: not a model directory (no {CONFIG})")
     data = load_yaml(path)

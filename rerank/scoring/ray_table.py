@@ -20,10 +20,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
+import inspect
 import logging
 import math
 import os
 import time
+import warnings
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -169,12 +171,25 @@ def _pipeline(ray: Any, table: str | os.PathLike[str], model: str | os.PathLike[
     source = ray.data.from_items([{"path": os.path.abspath(table)}])
     rows = source.map_batches(read_windows, batch_size=1, num_cpus=0,
                               fn_kwargs={"scoring": scoring, "encoding": encoding})
-    return rows.map_batches(
-        GroupScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cluster.cpus,
-        num_gpus=cluster.gpus or None,
-        fn_constructor_kwargs={"model": os.path.abspath(model), "device": cluster.device, "threads": cluster.threads,
-                               "scoring": scoring, "table": display_name(table), "encoding": encoding,
-                               "num_scores": num_scores})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
+        return rows.map_batches(
+            GroupScorer, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cluster.cpus,
+            num_gpus=cluster.gpus or None, **not_restarted(rows.map_batches),
+            fn_constructor_kwargs={"model": os.path.abspath(model), "device": cluster.device,
+                                   "threads": cluster.threads, "scoring": scoring, "table": display_name(table),
+                                   "encoding": encoding, "num_scores": num_scores})
+
+
+def not_restarted(map_batches: Any) -> dict[str, int]:
+    """``max_restarts=0`` for Ray Data's workers where ``map_batches`` still takes Ray's remote arguments (until Ray
+    2.64): a worker that dies ends the run with Ray's error instead of being restarted. Ray Data hands its workers
+    their code through the object store, and for a worker that may restart, Ray's core worker prints an error line
+    about that on every run, a successful one included ("core_worker.cc: Actor ... has constructor arguments in the
+    object store and max_restarts > 0"). Scoring is deterministic and its output whole or absent: a run whose
+    worker died (out of memory, say) is better started again than its worker restarted without end."""
+    accepts = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(map_batches).parameters.values())
+    return {"max_restarts": 0} if accepts else {}
 
 
 def _batches(dataset: Any) -> Iterator[dict[str, np.ndarray]]:

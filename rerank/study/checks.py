@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rerank.config import load_yaml
-from rerank.errors import RerankError
+from rerank.errors import RerankError, did_you_mean_path
 from rerank.evaluation.metrics import check_bucket_scheme
 from rerank.formats.arpa import check_language_model
 from rerank.formats.files import count_lines
@@ -67,7 +67,7 @@ def check_files(config: ExperimentConfig, source: str) -> None:
     missing, directories = [], []
     for key, path, kind in _named_paths(config):
         if not os.path.exists(path):
-            missing.append(f"{key}: {path}")
+            missing.append(f"{key}: {path}{did_you_mean_path(path)}")
         elif kind == "file" and os.path.isdir(path):
             directories.append(f"{key}: {path}")
     m = config.moses

@@ -73,8 +73,9 @@ class Experiment:
     def check_data(self) -> None:
         """Before the first step (after :func:`~rerank.study.checks.check_experiment`, which counts the references'
         lines): each split's Moses n-best list has no sentence id beyond its source; a warning where the list and
-        the reference differ in tokenization."""
-        from rerank.formats.files import read_lines
+        the reference differ in tokenization or case, or look unrelated."""
+        from rerank.formats.files import read_text
+        from rerank.formats.relatedness import warn_unrelated_nbest
         from rerank.formats.tokenization import check_nbest_references
         from rerank.rescore.append import check_sentence_ids
 
@@ -82,8 +83,9 @@ class Experiment:
             split = self.config.split(name)
             if split.nbest:
                 check_sentence_ids(split.nbest, split.source)
-                check_nbest_references([split.nbest], (line for _, line in read_lines(split.reference)),
-                                       split.reference, logger)
+                references = read_text(split.reference)
+                check_nbest_references([split.nbest], references, split.reference, logger)
+                warn_unrelated_nbest(split.nbest, references, split.reference, logger)
 
     def _run(self) -> Path:
         c, steps = self.config, self.steps

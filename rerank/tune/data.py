@@ -174,6 +174,10 @@ class NBestPool:
         """The words of hypothesis ``index`` (as in :meth:`data`) of sentence ``sentence``."""
         return self._texts[sentence][index]
 
+    def first_hypotheses(self, first: np.ndarray) -> list[str]:
+        """The words of each sentence's hypothesis ``first[s]`` (as :meth:`add` returns them: a list's 1-best)."""
+        return [self._texts[s][int(k)] for s, k in enumerate(first)]
+
     def words(self) -> np.ndarray:
         """The words of each hypothesis, as in :meth:`data` (0 at padding): (S, K)."""
         size = max(len(texts) for texts in self._texts)

@@ -10,13 +10,19 @@ sentence's hypotheses at once from the BLEU statistics of :mod:`rerank.tune.stat
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from rerank.formats.files import display_name
+from rerank.formats.relatedness import warn_unrelated
 from rerank.tune.data import NBestPool, TuningData
 from rerank.tune.stats import BleuStatistics, log_bleu, sentence_bleu_plus_one
+
+logger = logging.getLogger(__name__)
 
 MAX_SWEEPS = 20
 
@@ -55,11 +61,14 @@ class ListOracle:
     choice: list[str]  # the oracle's hypothesis of each sentence
 
 
-def list_oracle(path: str | os.PathLike[str], bleu: BleuStatistics, reference_name: str = "the reference"
-                ) -> ListOracle:
-    """The first hypotheses' and the oracle's corpus BLEU of the n-best list ``path``."""
+def list_oracle(path: str | os.PathLike[str], bleu: BleuStatistics, reference_name: str = "the reference",
+                references: Sequence[str] = ()) -> ListOracle:
+    """The first hypotheses' and the oracle's corpus BLEU of the n-best list ``path``; a warning where the
+    ``references`` (the lines of the first reference file) look unrelated to the first hypotheses."""
     pool = NBestPool(bleu, reference_name=reference_name)
     first = pool.add(path)
+    if references:
+        warn_unrelated(pool.first_hypotheses(first), references, display_name(path), reference_name, logger)
     data = pool.data()
     choice = oracle_choice(data)
     first_bleu, oracle_bleu = (bleu.score(corpus_statistics(data, c)).score for c in (first, choice))

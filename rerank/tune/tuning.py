@@ -20,9 +20,10 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import read_text
+from rerank.formats.files import display_name, read_text
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
+from rerank.formats.relatedness import warn_unrelated
 from rerank.formats.weights import as_weights, load_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.crossval import (
@@ -95,7 +96,9 @@ class Tuning:
         with ``ties``, each group's features share one weight, that of their mean (see :mod:`rerank.tune.derived`);
         with ``cv.folds``, the tuning is cross-validated too."""
         for path in nbest:
-            self.pool.add(path)
+            first = self.pool.add(path)
+            warn_unrelated(self.pool.first_hypotheses(first), self.references[0], display_name(path),
+                           self.reference_names[0], logger)
         layout = self.pool.layout
         if layout is None:
             raise RerankError("no n-best lists to tune on")

@@ -108,3 +108,30 @@ def test_a_tuning_work_directory_that_is_a_file(tmp_path: Path, capsys) -> None:
                  "--work-dir", str(tmp_path / "work")]) == 2
     err = capsys.readouterr().err
     assert "--work-dir" in err and "it is a file, not a directory" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["translate", "--model", "examples/models/rnnserch", "-i", "examples/data/test.en"],
+    ["score-table", "--model", "examples/models/rnnserch", "examples/data/phrase-table.gz", "-o", "{tmp}/t.gz"],
+    ["score-nbest", "--model", "examples/models/rnnserch", "examples/data/test.100best.gz", "-o", "{tmp}/n.gz"],
+])
+def test_a_misspelt_model_directory_gets_the_closest_one(argv: list[str], tmp_path: Path, capsys,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    assert main([a.format(tmp=tmp_path) for a in argv]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("rerank: error: ") and "examples/models/rnnserch: no such " in line
+    assert line.endswith(" (did you mean 'examples/models/rnnsearch'?)") and "not a model directory" not in line
+
+
+def test_a_model_directory_without_a_config_is_named_so(tmp_path: Path, capsys) -> None:
+    assert main(["translate", "--model", str(tmp_path), "-i", str(DATA / "toy.en")]) == 2
+    assert capsys.readouterr().err == f"rerank: error: {tmp_path}: not a model directory (no config.yaml)\n"
+    assert main(["translate", "--model", str(tmp_path / "absent"), "-i", str(DATA / "toy.en")]) == 2
+    assert capsys.readouterr().err == f"rerank: error: {tmp_path / 'absent'}: no such directory\n"
+
+
+def test_a_misspelt_input_file_gets_the_closest_one(capsys) -> None:
+    assert main(["evaluate", str(DATA / "toy.1bes"), "-r", str(DATA / "toy.fr")]) == 2
+    assert capsys.readouterr().err.endswith(f"cannot read: No such file or directory (did you mean "
+                                            f"{str(DATA / 'toy.1best')!r}?)\n")

@@ -232,3 +232,45 @@ def test_the_page_runs(page: Path, tmp_path: Path) -> None:
     if not SHARED.is_dir() and all(block.needs_shared for block in shell_blocks(page) if block.runs):
         pytest.skip("its blocks need ../shared")
     run_page(page, copy_of_the_repository(tmp_path))
+
+
+OUTPUT_OPTION = re.compile(r"(?:^|\s)(?:-o|--output[\w-]*|--work-dir|--json|--plot|--alignments|--attention)[ =]"
+                           r"['\"]?([^\s'\"]+)")
+MODEL_DIRECTORY = re.compile(r"--output-dir[ =]['\"]?([^\s'\"]+)")
+CONFIG_FILE = re.compile(r"(?:^|\s)(configs/\S+\.ya?ml)")
+
+
+def written_directories() -> dict[str, str]:
+    """The directories of a clone's root that the documented commands write into, each with a block that does: the
+    outputs of the blocks that run (their options and their configs' ``output_dir``), the model directories of
+    every block (``--output-dir``, as the training guide's ``models/...``), and ``dist/`` of ``python -m build``."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        if "python -m build" in page.read_text(encoding="utf-8"):
+            found.setdefault("dist", f"{page.relative_to(REPO)} (python -m build)")
+        for block in shell_blocks(page):
+            paths = MODEL_DIRECTORY.findall(block.code)
+            if block.runs:
+                paths += [p for p in OUTPUT_OPTION.findall(block.code) if "/" in p]
+                for config in CONFIG_FILE.findall(block.code):
+                    data = yaml.safe_load((REPO / config).read_text(encoding="utf-8")) \
+                        if (REPO / config).is_file() else None
+                    if isinstance(data, dict) and isinstance(data.get("output_dir"), str):
+                        paths.append(data["output_dir"])
+            for path in paths:
+                top = path.split("/")[0]
+                if re.fullmatch(r"[\w.-]+", top) and not top.isupper() and top not in (".", ".."):  # not DIR, $W
+                    found.setdefault(top, block.where)
+    return found
+
+
+def test_what_the_guides_write_is_ignored_by_git() -> None:
+    """A user who follows the guides in a clone finds `git status` clean: every directory they write is ignored."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git clone")
+    directories = written_directories()
+    assert {"runs", "models", "dist"} <= set(directories)
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", *(f"{d}/" for d in directories)], cwd=REPO,
+                             capture_output=True, text=True).stdout.split()
+    missing = [f"{d}/ (written by {where})" for d, where in directories.items() if f"{d}/" not in ignored]
+    assert not missing, "not in .gitignore: " + ", ".join(missing)

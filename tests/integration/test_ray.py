@@ -81,6 +81,22 @@ def test_a_bad_line_is_an_error_with_its_number_and_leaves_no_output(table: Path
     assert not out.exists() and leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_successful_run_prints_no_error_line_of_rays(table: Path, slice_table_model: Path, tmp_path: Path,
+                                                       capfd: pytest.CaptureFixture[str]) -> None:
+    """Ray's core worker writes to the process's stderr itself (capfd, not capsys): its error line about restartable
+    workers whose arguments are in the object store is not said, as Ray's workers are not restarted."""
+    small = tmp_path / "small.txt"
+    small.write_text("".join(table.read_text().splitlines(keepends=True)[:60]))
+    code = main(["score-table", str(small), "-o", str(tmp_path / "ray.gz"), "--model", str(slice_table_model),
+                 "--window", "50", "--ray", "--ray-workers", str(WORKERS)])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert "60 pairs in" in err
+    assert "core_worker.cc" not in err and "max_restarts" not in err and "DeprecationWarning" not in err, err
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--ray", "--shard", "1/2"], "--ray with --shard"),
     (["--ray-workers", "2"], "--ray-workers is for --ray"),

@@ -4,6 +4,7 @@ stopped."""
 
 from __future__ import annotations
 
+import shlex
 import signal
 import subprocess
 import sys
@@ -67,11 +68,13 @@ def stop_after_update(config: Path, update: int, signum: int) -> tuple[int, str]
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_saves_a_checkpoint_to_resume_from(tmp_path: Path, test_data: Path, signum: int) -> None:
     stopped, whole = tmp_path / "stopped", tmp_path / "whole"
-    status, errors = stop_after_update(write_config(tmp_path, test_data, stopped, 1_000_000), 3, signum)
+    config = write_config(tmp_path, test_data, stopped, 1_000_000)
+    status, errors = stop_after_update(config, 3, signum)
     assert status == 128 + signum, errors
     name = signal.Signals(signum).name
     assert f"{stopped}: stopped by {name} at update " in errors
-    assert "run the same command again to resume" in errors
+    assert f"run the same command again to resume: {shlex.join(['rerank', 'train', '--config', str(config)])}\n" \
+        in errors
     stopped_at = load_state(stopped / CHECKPOINT)["progress"]["updates"]
     assert stopped_at >= 3
     assert not list(stopped.glob(".*.tmp"))  # written atomically: no temporary file left

@@ -266,7 +266,7 @@ def test_bad_input_fails_with_file_and_line_and_leaves_no_output(model_dir: Path
 def test_missing_model_and_models_without_attention(encdec_dir: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture) -> None:
     assert translate(tmp_path / "nowhere") == 2
-    assert "not a model directory" in capsys.readouterr().err
+    assert f"{tmp_path / 'nowhere'}: no such directory" in capsys.readouterr().err
     assert translate(encdec_dir, "--unk-replace") == 2
     assert "--unk-replace needs attention weights, and an encdec model has none" in capsys.readouterr().err
     assert main(["align", "--model", str(encdec_dir), "--source", "a man", "-o", str(tmp_path / "a.png")]) == 2

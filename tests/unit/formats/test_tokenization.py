@@ -11,6 +11,7 @@ import pytest
 from rerank.formats.tokenization import (
     MARGIN,
     MIN_LINES,
+    case_mismatch,
     check_nbest_references,
     looks_tokenized,
     nbest_hypotheses,
@@ -26,8 +27,10 @@ DETOKENIZED = ["un homme sur un canapé.", "l'homme boit d'eau.", "deux chiens, 
 def test_each_line_counts_for_the_styles_it_shows() -> None:
     style = text_style(TOKENIZED)
     assert (style.lines, style.split, style.attached, style.escaped, style.bare_quotes) == (4, 4, 0, 1, 2)
+    assert (style.lowercase, style.capitals) == (4, 0)
     style = text_style(DETOKENIZED)
     assert (style.lines, style.split, style.attached, style.escaped, style.bare_quotes) == (4, 0, 3, 0, 1)
+    assert (text_style(["Un homme.", "un homme.", "É", "1 2 ."]).lowercase, text_style(["Un", "É"]).capitals) == (1, 2)
     assert text_style(TOKENIZED * 10, limit=5).lines == 5
 
 
@@ -57,9 +60,9 @@ def test_the_warning_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=logger.name):
         first = warn_style_mismatch(TOKENIZED, DETOKENIZED, "once-hyps.txt", "once-refs.txt", logger)
         again = warn_style_mismatch(TOKENIZED, DETOKENIZED, "once-hyps.txt", "once-refs.txt", logger)
-    assert first is not None and first == again
-    assert [record.getMessage() for record in caplog.records] == [first]
-    assert warn_style_mismatch(TOKENIZED, TOKENIZED, "a", "b", logger) is None
+    assert len(first) == 1 and first == again
+    assert [record.getMessage() for record in caplog.records] == first
+    assert warn_style_mismatch(TOKENIZED, TOKENIZED, "a", "b", logger) == []
 
 
 def test_an_nbest_lists_hypotheses_are_checked_against_the_references(test_data: Path,
@@ -83,3 +86,26 @@ def test_looks_tokenized_when_half_the_lines_end_in_a_spaced_mark() -> None:
     assert looks_tokenized(["a b .", "c d"]) and looks_tokenized(["a b !  ", "c d", "e f"])
     assert not looks_tokenized(["a b.", "c d"]) and not looks_tokenized(["a b .", "c d", "e f", "g h"][1:])
     assert not looks_tokenized([])
+
+
+CASED = ["Un homme sur un canapé .", "L' homme boit d&apos; eau .", "Deux chiens , un chat .", "Il sait"]
+
+
+def test_a_lowercased_text_against_a_cased_one_is_a_case_mismatch(caplog: pytest.LogCaptureFixture) -> None:
+    assert text_style(TOKENIZED).lowercased is True and text_style(CASED).lowercased is False
+    assert text_style(["1 2 3 ."] * 10).lowercased is None  # no letters: no case
+    assert text_style(TOKENIZED[:1] + CASED[:2]).lowercased is None  # no clear majority
+    message = case_mismatch(text_style(TOKENIZED), text_style(CASED), "hyps.txt", "refs.txt")
+    assert message is not None and message.startswith("hyps.txt is lowercased but refs.txt has capitals")
+    assert "lowercase refs.txt too" in message and "--lowercase" in message
+    message = case_mismatch(text_style(CASED), text_style(TOKENIZED), "hyps.txt", "refs.txt")
+    assert message is not None and message.startswith("refs.txt is lowercased but hyps.txt has capitals")
+    assert case_mismatch(text_style(CASED), text_style(CASED), "a", "b") is None
+    logger = logging.getLogger("rerank.tests.tokenization")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        both = warn_style_mismatch(TOKENIZED, [line.capitalize().replace(" .", ".") for line in DETOKENIZED],
+                                   "case-hyps.txt", "case-refs.txt", logger)
+        assert [m.split(" ")[1:3] for m in both] == [["looks", "tokenized"], ["is", "lowercased"]]
+        assert warn_style_mismatch(TOKENIZED, CASED, "a.txt", "b.txt", logger, lowercase=True) == []
+    assert [record.getMessage() for record in caplog.records] == both  # one warning each, one line each
+    assert all("\n" not in message for message in both)

@@ -65,5 +65,8 @@ def test_the_model_section_is_read_as_its_architectures_config(tmp_path: Path) -
     (tmp_path / CONFIG).write_text("data: {}\n", encoding="utf-8")
     with pytest.raises(RerankError, match=r"config.yaml: expected a 'model:' section"):
         read_model_config(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
     with pytest.raises(RerankError, match=r"elsewhere: not a model directory \(no config.yaml\)"):
         read_model_config(tmp_path / "elsewhere")
+    with pytest.raises(RerankError, match=r"elsewher: no such directory \(did you mean '.*elsewhere'\?\)$"):
+        read_model_config(tmp_path / "elsewher")

@@ -18,7 +18,15 @@ from rerank.errors import FormatError, RerankError
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.shards import TABLE_SEGMENT
 from rerank.scoring.pairs import Scorer, ScoringConfig
-from rerank.scoring.ray_table import GroupScorer, RayCluster, RayRun, default_workers, read_windows, user_error
+from rerank.scoring.ray_table import (
+    GroupScorer,
+    RayCluster,
+    RayRun,
+    default_workers,
+    not_restarted,
+    read_windows,
+    user_error,
+)
 from rerank.scoring.table import score_phrase_table
 
 SCORING = ScoringConfig(window=50, max_tokens=64)
@@ -147,3 +155,12 @@ def test_the_users_error_inside_rays_own_task_error() -> None:
     error = exceptions.RayTaskError("GroupScorer", "Traceback ...", RerankError("table.gz:9: expected a number"))
     assert str(user_error(error)) == "table.gz:9: expected a number"
     assert str(user_error(error.as_instanceof_cause())) == "table.gz:9: expected a number"
+
+
+def test_workers_are_not_restarted_where_ray_data_still_takes_the_option() -> None:
+    def takes_remote_arguments(fn: object, *, batch_size: int = 1, **ray_remote_args: object) -> None: ...
+
+    def takes_named_ones_only(fn: object, *, batch_size: int = 1) -> None: ...
+
+    assert not_restarted(takes_remote_arguments) == {"max_restarts": 0}
+    assert not_restarted(takes_named_ones_only) == {}

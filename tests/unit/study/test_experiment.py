@@ -59,3 +59,13 @@ def test_the_data_are_checked_against_their_sources(tmp_path: Path, caplog: pyte
     with pytest.raises(FormatError, match=r"val.100best.gz:\d+: expected a sentence id below 2, the number of lines "
                                           r"of .*two.en"):
         experiment(tmp_path, dev={"source": str(source)}).check_data()
+
+
+def test_references_of_another_split_are_warned_of_before_any_step(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    test_references = str(REPO / "examples" / "data" / "test.fr")  # as many lines as dev's
+    with caplog.at_level(logging.WARNING, logger="rerank.study.experiment"):
+        experiment(tmp_path, dev={"reference": test_references}).check_data()
+    (record,) = caplog.records
+    assert record.getMessage().startswith(f"{test_references} looks unrelated to ")
+    assert "val.100best.gz" in record.getMessage()
