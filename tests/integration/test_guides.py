@@ -190,7 +190,8 @@ def installs_from_the_public_index(text: str) -> list[str]:
 def test_installs_from_the_public_index_are_found() -> None:
     assert installs_from_the_public_index("on every node: pip install 'rerank-moses[ray]' (Ray's version)") == \
         ["pip install 'rerank-moses[ray]' (Ray's version)"]
-    assert installs_from_the_public_index("`pip install rerank-moses==0.1.0`, then") == ["pip install rerank-moses==0.1.0"]
+    assert installs_from_the_public_index("`pip install rerank-moses==0.1.0`, then") == \
+        ["pip install rerank-moses==0.1.0"]
     assert installs_from_the_public_index("pip install --upgrade \\\n    rerank_moses") != []
     assert installs_from_the_public_index("pip install '/shared/wheels/rerank_moses-0.1.0-py3-none-any.whl[ray]'\n"
                                           "pip install --index-url https://pypi.internal/simple 'rerank-moses[ray]'\n"
