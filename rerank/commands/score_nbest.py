@@ -3,8 +3,9 @@
 Each hypothesis gets "Label= v ..." at the end of field 3 ("LM1= -41.3 WP1= -11 UNK1= 0"); every
 other byte of the line stays as it was, so Moses' tools read the result as they read the input.
 The features come from a YAML config (--config configs/rescoring/rescore-neural.yaml) and from the flags
-below, which add to the config's list (--model DIR: a neural model's ln p(hypothesis | source)).
-With --source, n-best ids must be below its number of lines.
+below, which add to the config's list (--model DIR: a neural model's ln p(hypothesis | source), labelled
+RNN0 or RNNsearch0, or --model-label NAME, one per --model: a list that `rerank translate` wrote holds
+RNNsearch0 already). With --source, n-best ids must be below its number of lines.
 
 With --shard I/N only part I of N of the n-best list is scored, into -o and its manifest
 -o.shard.yaml; `rerank merge-shards` joins the N parts into the list an unsharded run writes, byte
@@ -71,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a model directory written by `rerank train` (examples/models/rnnsearch); adds its "
                           "ln p(hypothesis | source) as RNN0 (encoder-decoder) or RNNsearch0; repeat for several "
                           "models (needs --source)")
+    nmt.add_argument("--model-label", action="append", default=[], metavar="LABEL",
+                     help="the label of --model's feature instead of its default (RNNsearch0 in a list that `rerank "
+                          "translate` wrote already): one per --model, in their order")
     nmt.add_argument("--device", action=StoreOnce, metavar="DEV",
                      help="where --model's models run: cpu (default), cuda, cuda:1, ...")
     nmt.add_argument("--precision", choices=("fp32", "int8"), action=StoreOnce,
@@ -101,7 +105,12 @@ def flag_features(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Feature specs from the command-line flags; unset options keep the defaults of each feature's Config."""
     from rerank.errors import RerankError
 
-    specs: list[dict[str, Any]] = [_spec("nmt", model=model, device=args.device) for model in args.model]
+    if args.model_label and len(args.model_label) != len(args.model):
+        raise RerankError(f"--model-label: {len(args.model_label)} label(s) for {len(args.model)} --model: give one "
+                          "per --model, in their order")
+    labels = args.model_label or [None] * len(args.model)
+    specs: list[dict[str, Any]] = [_spec("nmt", model=model, name=label, device=args.device)
+                                   for model, label in zip(args.model, labels, strict=True)]
     orphans = {"--device": args.device is not None and not args.model,
                "--lm-label": args.lm_label is not None and args.lm is None,
                "--lm-oov": args.lm_oov and args.lm is None,
@@ -120,6 +129,11 @@ def flag_features(args: argparse.Namespace) -> list[dict[str, Any]]:
         specs.append(_spec("unk-penalty", vocab=args.unk_vocab, corpus=args.unk_corpus,
                            shortlist=args.shortlist, name=args.unk_label))
     return specs
+
+
+# the flag that labels each kind of feature given by flags, named where a label clashes
+LABEL_FLAGS = {"nmt": "--model-label", "kenlm": "--lm-label", "word-penalty": "--wp-label",
+               "unk-penalty": "--unk-label"}
 
 
 def _spec(kind: str, **options: Any) -> dict[str, Any]:
@@ -171,7 +185,11 @@ def run(args: argparse.Namespace) -> int:
             if reader is None:
                 logger.warning("%s is empty: nothing to score", nbest_name)
         else:
-            check_new_labels(first.layout, [spec.label for spec in specs], nbest_name)
+            from_config = len(config.features)  # specs: the config's features, then the flags'
+            renames = {spec.label: f"its 'name' in {args.config}" for spec in specs[:from_config]}
+            renames.update({spec.label: f"{LABEL_FLAGS[flag['kind']]} NAME"
+                            for flag, spec in zip(flags, specs[from_config:], strict=True)})
+            check_new_labels(first.layout, [spec.label for spec in specs], nbest_name, renames)
         if args.source is not None and reader is None:
             check_sentence_ids(args.nbest, args.source)
         features = [spec.build() for spec in specs]

@@ -94,12 +94,16 @@ class SourceText:
         return self._read
 
 
-def check_new_labels(layout: FeatureLayout, labels: Sequence[str], nbest_name: str) -> None:
-    """A label the n-best list already has is an error."""
+def check_new_labels(layout: FeatureLayout, labels: Sequence[str], nbest_name: str,
+                     renames: Mapping[str, str] | None = None) -> None:
+    """A label the n-best list already has is an error; ``renames`` says, by label, how to give that feature
+    another one (the option or config key), where the caller knows."""
     clashes = [label for label in labels if label in layout.labels]
     if clashes:
+        renames = renames or {}
+        how = sorted({renames[label] for label in clashes if label in renames})
         raise RerankError(f"{nbest_name}: the n-best list already has the feature(s) {', '.join(clashes)}; "
-                          "give the new feature another label")
+                          f"give the new feature another label{' (' + '; '.join(how) + ')' if how else ''}")
 
 
 def check_source_given(needy: Sequence[str], source: str | os.PathLike[str] | None) -> None:

@@ -122,7 +122,8 @@ def test_score_nbest_keeps_sparse_features_and_six_fields(name: str, test_data: 
 
 @pytest.mark.parametrize("argv, message", [
     (["--word-penalty", "--wp-label", "WordPenalty0"], r"toy.nbest: the n-best list already has the feature.s. "
-                                                       "WordPenalty0"),
+                                                       r"WordPenalty0; give the new feature another label "
+                                                       r"\(--wp-label NAME\)"),
     (["--word-penalty", "--unk-vocab", "{toy_fr}", "--unk-label", "WP1"], "feature label.s. used twice: WP1"),
     (["--wp-label", "WP2"], "--wp-label needs the feature it configures"),
     (["--unk-vocab", "{toy_fr}", "--shortlist", "5"], "--shortlist needs"),

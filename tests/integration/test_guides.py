@@ -171,6 +171,41 @@ def test_every_shell_block_says_whether_it_runs() -> None:
     assert not problems, "\n".join(problems)
 
 
+PIP_INSTALL = re.compile(r"\bpip3? install\b([^`\n]*)")
+BY_NAME = re.compile(r"rerank[-_]moses(\[[\w,]+\])?([<>=!~].*)?")  # the distribution's name, not a path or a wheel
+
+
+def installs_from_the_public_index(text: str) -> list[str]:
+    """The ``pip install`` commands in ``text`` that install rerank-moses by name from the public package index,
+    which does not have it: without a private ``--index-url`` (a path to its wheel, or ``.`` in a clone, is fine)."""
+    found = []
+    for match in PIP_INSTALL.finditer(text.replace("\\\n", " ")):
+        words = match.group(1).replace("'", " ").replace('"', " ").split()
+        private = any(word.startswith("--index-url") or word == "-i" for word in words)
+        if not private and any(BY_NAME.fullmatch(word) for word in words):
+            found.append(match.group(0).strip())
+    return found
+
+
+def test_installs_from_the_public_index_are_found() -> None:
+    assert installs_from_the_public_index("on every node: pip install 'rerank-moses[ray]' (Ray's version)") == \
+        ["pip install 'rerank-moses[ray]' (Ray's version)"]
+    assert installs_from_the_public_index("`pip install rerank-moses==0.1.0`, then") == \
+        ["pip install rerank-moses==0.1.0"]
+    assert installs_from_the_public_index("pip install --upgrade \\\n    rerank_moses") != []
+    assert installs_from_the_public_index("pip install '/shared/wheels/rerank_moses-0.1.0-py3-none-any.whl[ray]'\n"
+                                          "pip install --index-url https://pypi.internal/simple 'rerank-moses[ray]'\n"
+                                          "pip install '.[ray]' and pip install sacremoses") == []
+
+
+def test_no_page_installs_rerank_moses_by_name_from_the_public_index() -> None:
+    """rerank-moses is not on the public package index: a page that tells users to install it by name from there
+    sends them to nothing, or to whatever someone uploads under that name."""
+    problems = [f"{page.relative_to(REPO)}: {command}" for page in PAGES
+                for command in installs_from_the_public_index(page.read_text(encoding="utf-8"))]
+    assert not problems, "install from a clone, a path to the wheel or a private --index-url:\n" + "\n".join(problems)
+
+
 def test_the_markers_are_read() -> None:
     block = Block(REPO / "README.md", 1, "true\n",
                   "<!-- runs: needs ../shared; reduced: sample of 20 sentences; x.yaml: training.max_updates=5 -->")

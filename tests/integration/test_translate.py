@@ -105,6 +105,28 @@ def test_nbest_list_reads_back_and_goes_through_score_nbest_and_tune(model_dir: 
     assert set(yaml.safe_load(weights.read_text())) == {"RNNsearch0", "WP1"}
 
 
+def test_its_list_rescored_by_a_model_takes_a_new_label(model_dir: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """A list that translate wrote holds RNNsearch0: score-nbest --model on it stops with one line that names
+    --model-label, and with --model-label the same model gives back each hypothesis' own search score."""
+    nbest, scored = tmp_path / "out.nbest", tmp_path / "scored.nbest"
+    assert translate(model_dir, "--beam", "4", "--nbest", "3", "-o", str(nbest)) == 0
+    capsys.readouterr()
+    rescore = ["-q", "score-nbest", str(nbest), "--source", str(TOY / "toy.en"), "--model", str(model_dir),
+               "-o", str(scored)]
+    assert main(rescore) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already has the feature(s) RNNsearch0" in err and "(--model-label NAME)" in err
+    assert not scored.exists()
+    assert main([*rescore, "--model-label", "RNNsearch1"]) == 0
+    entries = list(read_nbest(scored))
+    assert len(entries) == 9 and {e.layout.labels for e in entries} == {("RNNsearch0", "RNNsearch1")}
+    for entry in entries:
+        assert entry.dense[1] == pytest.approx(entry.dense[0], abs=1e-3)
+    assert main([*rescore, "--model-label", "A1", "--model-label", "A2"]) == 2
+    assert "2 label(s) for 1 --model" in capsys.readouterr().err
+
+
 def test_label_option_and_its_check(model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     nbest = tmp_path / "out.nbest"
     assert translate(model_dir, "--beam", "2", "--nbest", "1", "--label", "NMT1", "-o", str(nbest)) == 0
