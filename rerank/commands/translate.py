@@ -16,6 +16,13 @@ weighted total, so that `rerank tune --decoder` (or Moses' mert) can tune them:
 
     0 ||| a man in an orange hat ||| RNNsearch0= -4.21 WP0= -6 ||| -3.01
 
+With --r2l-model D [E ...] (models trained with reverse_target) the search keeps the beam's K
+hypotheses of each sentence and reranks them by (1 - W) ln p / lp + W ln p_R2L / lp, lp the length
+penalty of |Y| (words and </s>; 1 for none), W the --r2l-weight chosen on held-out data; the n-best list
+gets the right-to-left models' ln p as a second feature (R2L0) and the combined score as its total:
+
+    0 ||| a man in an orange hat ||| RNNsearch0= -4.21 R2L0= -4.80 ||| -0.64
+
 --alignments and --attention write the attention of each sentence's best hypothesis: hard `i-j`
 pairs (source-target, 0-based) per line, or the soft weights as JSON lines. Progress goes to stderr.
 
