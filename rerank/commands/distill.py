@@ -57,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
     from rerank.commands.translate import search_config
     from rerank.config import load_config_data, with_overrides
     from rerank.errors import RerankError
-    from rerank.formats.files import make_output_dir
     from rerank.models.device import torch_threads
     from rerank.search.translate import BATCH_SIZE
     from rerank.study.distill import Distillation, distill
@@ -70,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
     config = with_overrides(config, {"training.threads": args.threads, "training.seed": args.seed})
     distillation = Distillation(tuple(args.teacher), search_config(args), args.targets, args.chunk_lines,
                                 args.batch_size or BATCH_SIZE)
-    directory = make_output_dir(args.output_dir, "--output-dir")
+    if Path(args.output_dir).is_file():
+        raise RerankError(f"--output-dir {args.output_dir}: it is a file, not a directory")
     with torch_threads(args.threads):
-        student = distill(config, distillation, Path(directory), args.device)
+        student = distill(config, distillation, Path(args.output_dir), args.device)
     try:
         progress = Trainer(student, device=args.device).train()
     except TrainingInterrupted as stopped:

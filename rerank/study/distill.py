@@ -8,7 +8,8 @@ The run's directory holds everything, so that a stopped run started again goes o
 - ``chunks/NNNNN.nbest``: the teacher's best ``nbest`` translations of ``chunk_lines`` source lines each,
   as a Moses n-best list (its ids those of the whole source), each written whole as it is done and never
   made again;
-- ``train.src`` and ``train.trg``: the student's training corpus, line by line, prepared like any other;
+- ``train.src`` and ``train.trg``: the student's training corpus, line by line, prepared like any other
+  (into ``student/data``, as ``rerank train`` prepares a corpus);
 - ``student/``: the student's model directory (``rerank train``'s, which resumes exactly).
 
 Each chunk is searched on its own, sorted and batched within itself, so that a resumed run's chunks are
@@ -29,7 +30,7 @@ import yaml
 
 from rerank.config import load_yaml
 from rerank.errors import ConfigError, FormatError, RerankError
-from rerank.formats.files import atomic_output, committed_together, display_name, read_lines
+from rerank.formats.files import atomic_output, committed_together, display_name, make_output_dir, read_lines
 from rerank.formats.nbest import NBestEntry, read_nbest
 from rerank.formats.tokens import Tokens
 from rerank.models.vocab import UNK_ID
@@ -68,9 +69,10 @@ class Distillation:
             raise ValueError("chunk_lines and batch_size: expected at least 1")
 
     def settings(self, source: str, lines: int) -> dict[str, Any]:
-        """What ``distill.yaml`` records: all that the chunks' bytes depend on (``targets`` does not)."""
+        """What ``distill.yaml`` records: all that the chunks' and the corpus' bytes depend on."""
         search = self.search
-        return {"teacher": list(self.teacher), "source": source, "source_lines": lines, "beam": search.beam_size,
+        return {"teacher": list(self.teacher), "source": source, "source_lines": lines, "targets": self.targets,
+                "beam": search.beam_size,
                 "nbest": search.nbest, "length_penalty": search.length_penalty.kind,
                 "alpha": search.length_penalty.alpha, "max_ratio": search.max_ratio,
                 "chunk_lines": self.chunk_lines, "batch_size": self.batch_size}
@@ -127,8 +129,7 @@ def translate_chunks(teacher: LoadedModel, sentences: Sequence[Tokens], distilla
     from rerank.search.alignment import target_words
     from rerank.search.translate import check_scores, hypothesis_features, translate
 
-    chunks = directory / CHUNKS
-    chunks.mkdir(parents=True, exist_ok=True)
+    chunks = make_output_dir(directory / CHUNKS, "the chunks' directory")
     size = distillation.chunk_lines
     paths = [chunks / f"{number:05d}.nbest" for number in range(math.ceil(len(sentences) / size))]
     for number, path in enumerate(paths):
@@ -153,8 +154,11 @@ def translate_chunks(teacher: LoadedModel, sentences: Sequence[Tokens], distilla
 
 def write_corpus(chunks: Sequence[Path], source_lines: Sequence[Tokens], references: Sequence[str] | None,
                  directory: Path) -> TextPair:
-    """``train.src`` and ``train.trg``: each source with each of its translations, then with its reference."""
+    """``train.src`` and ``train.trg``: each source with each of its translations, then with its reference;
+    written once (written again, their new time would have the student's data prepared again)."""
     pair = TextPair(str(directory / TRAIN_SOURCE), str(directory / TRAIN_TARGET))
+    if Path(pair.source).exists() and Path(pair.target).exists():
+        return pair
     with committed_together(), atomic_output(pair.source) as sources, atomic_output(pair.target) as targets:
         for path in chunks:
             for entry in read_nbest(path):
@@ -180,10 +184,10 @@ def distill(config: TrainConfig, distillation: Distillation, directory: Path, de
     from rerank.models.ensemble import ensemble
 
     source, sentences, references = training_pairs(config, distillation.targets)
-    directory.mkdir(parents=True, exist_ok=True)
-    check_settings(directory, distillation.settings(source, len(sentences)))
     teacher = ensemble([load_model(model, torch_device(device)) for model in distillation.teacher])
     check_teacher(teacher, sentences, source)
+    make_output_dir(directory, "--output-dir")
+    check_settings(directory, distillation.settings(source, len(sentences)))
     chunks = translate_chunks(teacher, sentences, distillation, directory, device)
     corpus = write_corpus(chunks, sentences, references, directory)
     return student_config(config, corpus, directory)
