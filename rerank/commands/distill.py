@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from rerank.errors import RerankError
     from rerank.models.device import torch_threads
     from rerank.search.translate import BATCH_SIZE
-    from rerank.study.distill import Distillation, distill
+    from rerank.study.distill import STUDENT, Distillation, train_student
     from rerank.training.config import TrainConfig, read_train_config
-    from rerank.training.trainer import Trainer, TrainingInterrupted
+    from rerank.training.trainer import TrainingInterrupted
 
     config = read_train_config(load_config_data(args.config), str(args.config))
     if not isinstance(config, TrainConfig):
@@ -71,14 +71,14 @@ def run(args: argparse.Namespace) -> int:
                                 args.batch_size or BATCH_SIZE)
     if Path(args.output_dir).is_file():
         raise RerankError(f"--output-dir {args.output_dir}: it is a file, not a directory")
-    with torch_threads(args.threads):
-        student = distill(config, distillation, Path(args.output_dir), args.device)
+    student = Path(args.output_dir) / STUDENT
     try:
-        progress = Trainer(student, device=args.device).train()
+        with torch_threads(args.threads):
+            progress = train_student(config, distillation, Path(args.output_dir), args.device)
     except TrainingInterrupted as stopped:
-        print(f"rerank: {student.output_dir}: stopped by {stopped.args[0]}; its checkpoint is saved: run the same "
-              "command again to resume", file=sys.stderr)
+        print(f"rerank: {student}: stopped by {stopped.args[0]}; its checkpoint is saved: run the same command "
+              "again to resume", file=sys.stderr)
         return 128 + stopped.signum
-    print(f"{student.output_dir}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} "
-          f"updates ({progress.finished})")
+    print(f"{student}: best validation perplexity {progress.best_ppl:.2f} after {progress.updates} updates "
+          f"({progress.finished})")
     return 0

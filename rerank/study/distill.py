@@ -39,6 +39,7 @@ from rerank.training.config import TextPair, TrainConfig
 if TYPE_CHECKING:  # torch's: imported where a teacher translates
     from rerank.models.checkpoint import LoadedModel
     from rerank.search.beam import SearchConfig
+    from rerank.training.trainer import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -191,3 +192,11 @@ def distill(config: TrainConfig, distillation: Distillation, directory: Path, de
     chunks = translate_chunks(teacher, sentences, distillation, directory, device)
     corpus = write_corpus(chunks, sentences, references, directory)
     return student_config(config, corpus, directory)
+
+
+def train_student(config: TrainConfig, distillation: Distillation, directory: Path, device: str = "cpu") -> Progress:
+    """``rerank distill``: the teacher's corpus (:func:`distill`), then the student trained on it, resumed where a
+    run stopped; its progress at the end."""
+    from rerank.training.trainer import Trainer
+
+    return Trainer(distill(config, distillation, directory, device), device=device).train()
