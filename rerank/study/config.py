@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from rerank.config import at_least, from_dict, load_config_data
+from rerank.study.distill import Targets
 from rerank.tune.config import Optimizer
 from rerank.tune.registry import check_optimizer
 
@@ -71,7 +72,7 @@ class Distill:
     the student is decoded alone, as RNNsearch is."""
 
     student: str  # the student's training config (rerank train --config): its data.train is what is translated
-    targets: Literal["ensemble", "ensemble+references"] = "ensemble"  # the references too: each source twice
+    targets: Targets = "ensemble"  # ensemble+references: the references too, each source twice
     nbest: int = 1  # translations kept per source, each a training pair
     chunk_lines: int = 1000  # source lines translated and written together (a stopped run resumes at a chunk)
 

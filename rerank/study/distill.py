@@ -73,10 +73,9 @@ class Distillation:
         """What ``distill.yaml`` records: all that the chunks' and the corpus' bytes depend on."""
         search = self.search
         return {"teacher": list(self.teacher), "source": source, "source_lines": lines, "targets": self.targets,
-                "beam": search.beam_size,
-                "nbest": search.nbest, "length_penalty": search.length_penalty.kind,
-                "alpha": search.length_penalty.alpha, "max_ratio": search.max_ratio,
-                "chunk_lines": self.chunk_lines, "batch_size": self.batch_size}
+                "beam": search.beam_size, "nbest": search.nbest, "length_penalty": search.length_penalty.kind,
+                "alpha": search.length_penalty.alpha, "max_ratio": search.max_ratio, "chunk_lines": self.chunk_lines,
+                "batch_size": self.batch_size}
 
 
 def training_pairs(config: TrainConfig, targets: Targets) -> tuple[str, list[Tokens], list[str] | None]:
