@@ -103,9 +103,12 @@ def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Spl
     members = {"encdec": ["encdec"], "rnnsearch": ["rnnsearch"], "distilled": ["distilled"],
                "ensemble": ["rnnsearch", *(f"rnnsearch-seed{seed}" for seed in c.ensemble_seeds)]}
     dictionaries: dict[str, dict[str, str]] = {}
+    # the encoder-decoder has no attention to replace UNKs with, nor has a student of its architecture
+    unattending = {"encdec", *(("distilled",) if c.distill is not None and
+                               read_model_config(models["distilled"]).architecture == "encdec" else ())}
 
     def dictionary(model: str) -> dict[str, str] | None:
-        if not c.unk_replace or model == "encdec":  # the encoder-decoder has no attention to replace UNKs with
+        if not c.unk_replace or model in unattending:
             return None
         if "table" not in dictionaries:
             dictionaries["table"] = phrase_table_dictionary(c.moses.phrase_table) if c.moses.phrase_table else {}
@@ -127,7 +130,7 @@ def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Spl
     if c.ensemble_seeds:
         decoded.append(("ensemble", [*search, *unk]))
     if c.distill is not None:
-        decoded.append(("distilled", [*search, *unk]))
+        decoded.append(("distilled", search if "distilled" in unattending else [*search, *unk]))
     for model, options in decoded:
         output = steps.out / f"{name}.{model}.1best"
         if model in listed:  # the same search: its 1-best is the n-best list's first hypothesis
