@@ -157,10 +157,15 @@ def right_to_left_models(args: argparse.Namespace) -> RightToLeft | None:
     from rerank.errors import RerankError
     from rerank.features.nmt import NeuralTranslationModel
     from rerank.models.config import read_model_config
-    from rerank.search.right_to_left import RightToLeft
+    from rerank.search.right_to_left import RightToLeft, check_weight
 
     if not args.r2l_model:
         return None
+    weight = 0.5 if args.r2l_weight is None else args.r2l_weight
+    try:
+        check_weight(weight)
+    except ValueError as e:
+        raise RerankError(f"--r2l-weight: {e}") from None
     for option, directories, reverse in (("--model", args.model, False), ("--r2l-model", args.r2l_model, True)):
         for directory in directories:
             if read_model_config(directory).reverse_target != reverse:
@@ -168,11 +173,7 @@ def right_to_left_models(args: argparse.Namespace) -> RightToLeft | None:
                                   f"{'right to left' if reverse else 'left to right'} with --r2l-model, got one "
                                   f"that reads them {'left to right' if reverse else 'right to left'}")
     config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device, precision=args.precision)
-    try:
-        return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config),
-                           0.5 if args.r2l_weight is None else args.r2l_weight)
-    except ValueError as e:
-        raise RerankError(f"--r2l-weight: {e}") from None
+    return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config), weight)
 
 
 def run(args: argparse.Namespace) -> int:

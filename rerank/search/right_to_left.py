@@ -40,8 +40,13 @@ class RightToLeft:
     weight: float
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.weight) and 0 <= self.weight <= 1):
-            raise ValueError(f"the right-to-left weight must be between 0 and 1, got {self.weight}")
+        check_weight(self.weight)
+
+
+def check_weight(weight: float) -> None:
+    """A ``ValueError`` unless the right-to-left models' weight is from 0 to 1."""
+    if not (math.isfinite(weight) and 0 <= weight <= 1):
+        raise ValueError(f"the right-to-left weight must be between 0 and 1, got {weight}")
 
 
 @dataclass(frozen=True)
