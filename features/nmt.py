@@ -69,7 +69,7 @@ class NeuralTranslationModel:
 
     def __init__(self, config: Config):
         from rerank.models.device import torch_device
-        from rerank.scoring.pairs import Scorer, ScoringConfig
+        from rerank.scoring.pairs import EnsembleScorer, Scorer, ScoringConfig
 
         try:
             scoring = ScoringConfig(**{key: value for key in ("max_tokens", "window", "precision")
@@ -84,16 +84,14 @@ class NeuralTranslationModel:
             if scorer.model.config.reverse_target != first.model.config.reverse_target:
                 raise ConfigError(f"nmt feature: {model} and {config.models[0]} read targets in different "
                                   "directions: an ensemble's models must agree")
+        self.scorer = first if len(self.scorers) == 1 else EnsembleScorer(self.scorers)
         self.name = self.label(config)
         self.dims = int(config.sum) + int(config.per_word)
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         if self.config.channel:
             pairs = [(hypothesis, source) for source, hypothesis in pairs]
-        total = np.zeros(len(pairs))
-        for scorer in self.scorers:
-            total += np.fromiter(scorer.score(pairs), dtype=np.float64, count=len(pairs))
-        total /= len(self.scorers)
+        total = np.fromiter(self.scorer.score(pairs), dtype=np.float64, count=len(pairs))
         if not self.config.per_word:
             return total.reshape(-1, 1)
         tokens = np.fromiter((len(predicted) + 1 for _, predicted in pairs), dtype=np.float64, count=len(pairs))

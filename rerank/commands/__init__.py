@@ -5,6 +5,7 @@
 ``arguments``: argument types and actions the commands share.
 ``average``: ``rerank average``, a model from the mean of its kept checkpoints.
 ``cut_nbest``: ``rerank cut-nbest``, each sentence's first N hypotheses.
+``distill``: ``rerank distill``, a teacher's translations of the training sources, and a student trained on them.
 ``evaluate``: ``rerank evaluate``, BLEU and chrF.
 ``experiment``: ``rerank experiment``, the end-to-end study.
 ``merge_nbest``: ``rerank merge-nbest``, the union of several systems' n-best lists.

@@ -8,6 +8,10 @@ would have anyway, and the value is never 0, whose log is -inf for the other too
 tables. Every other byte of each line stays as it was, and the lines keep their order. The
 table is streamed: memory stays flat whatever its size.
 
+With several --model directories the value is the ensemble's p(target | source): exp of the mean of the
+models' ln p (the mean of their per-token log-probabilities, as `rerank translate --model A B C` searches
+with them).
+
 With --moses-ini, a moses.ini is also written in which the table has one more feature
 (num-features), one more weight (--weight) and the new table as its path.
 
@@ -53,8 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="TABLE", help="Moses phrase table, text (.gz allowed; - for stdin)")
     parser.add_argument("-o", "--output", required=True, action=StoreOnce, metavar="OUT",
                         help="the table with the added score (.gz for gzip; - for stdout)")
-    parser.add_argument("--model", required=True, action=StoreOnce, metavar="DIR",
-                        help="model directory written by rerank train")
+    parser.add_argument("--model", required=True, action=StoreOnce, nargs="+", metavar="DIR",
+                        help="model directory written by rerank train; several: their ensemble's score, the mean of "
+                             "their ln p (their vocabularies may differ; their directions may not)")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
     add_moses_ini_arguments(parser)
@@ -112,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.shards import open_shard, table_segments, write_manifests
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
-    from rerank.scoring.pairs import Scorer, ScoringConfig
+    from rerank.scoring.pairs import EnsembleScorer, ScoringConfig
     from rerank.scoring.table import score_phrase_table, table_moses_ini
 
     check_moses_ini_options(args)
@@ -143,11 +148,11 @@ def run(args: argparse.Namespace) -> int:
             if cluster is not None and num_scores is not None:
                 from rerank.scoring.ray_table import score_phrase_table_ray
 
-                score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster,
+                score_phrase_table_ray(args.input, args.model[0], output=args.output, cluster=cluster,
                                        num_scores=num_scores, scoring=scoring, encoding=args.encoding,
                                        show_progress=not args.quiet)
             else:
-                scorer = Scorer.load(args.model, torch_device(args.device), scoring)
+                scorer = EnsembleScorer.load_all(args.model, torch_device(args.device), scoring)
                 score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
                                    show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
         if reader is not None:
@@ -177,6 +182,8 @@ def ray_cluster(args: argparse.Namespace) -> RayCluster | None:
         return None
     if args.shard is not None:
         raise RerankError("--ray with --shard: give one; --ray scores the whole table on the cluster's workers")
+    if len(args.model) > 1:
+        raise RerankError("--ray scores with one model: give one --model, or score the ensemble without --ray")
     if args.input == STDIO:
         raise RerankError("--ray reads the table in the cluster: give it as a file, at a path every node can read")
     if args.device != "cpu":

@@ -16,6 +16,13 @@ weighted total, so that `rerank tune --decoder` (or Moses' mert) can tune them:
 
     0 ||| a man in an orange hat ||| RNNsearch0= -4.21 WP0= -6 ||| -3.01
 
+With --r2l-model D [E ...] (models trained with reverse_target) the search keeps the beam's K
+hypotheses of each sentence and reranks them by (1 - W) ln p / lp + W ln p_R2L / lp, lp the length
+penalty of |Y| (words and </s>; 1 for none), W the --r2l-weight chosen on held-out data; the n-best list
+gets the right-to-left models' ln p as a second feature (R2L0) and the combined score as its total:
+
+    0 ||| a man in an orange hat ||| RNNsearch0= -4.21 R2L0= -4.80 ||| -0.64
+
 --alignments and --attention write the attention of each sentence's best hypothesis: hard `i-j`
 pairs (source-target, 0-based) per line, or the soft weights as JSON lines. Progress goes to stderr.
 
@@ -32,16 +39,17 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from rerank.commands.arguments import add_shard_argument, positive_float, positive_int
+from rerank.commands.arguments import add_shard_argument, finite_float, positive_float, positive_int
 
 if TYPE_CHECKING:
     from rerank.search.beam import SearchConfig
+    from rerank.search.right_to_left import RightToLeft
 
 logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output", "alignments", "attention")
-INPUTS = ("input", "model", "weights", "dictionary", "phrase_table")
+INPUTS = ("input", "model", "r2l_model", "weights", "dictionary", "phrase_table")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,24 +60,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tokenised source text, one sentence per line (.gz allowed; default: stdin)")
     parser.add_argument("-o", "--output", default="-", metavar="OUT",
                         help="translations, or the n-best list with --nbest (default: stdout)")
-    search = parser.add_argument_group("search")
-    search.add_argument("--beam", type=positive_int, metavar="K", help="beam size; 1 is greedy (default 10)")
-    search.add_argument("--nbest", type=positive_int, metavar="N",
-                        help="write the N best hypotheses (N <= K) as a Moses n-best list instead of text")
-    search.add_argument("--length-penalty", choices=["none", "average", "wu"],
-                        help="rank by ln p (none), ln p per word (average) or ln p / lp with "
-                             "lp = ((5 + |Y|) / 6)^alpha (wu, Wu et al. 2016) (default none)")
-    search.add_argument("--alpha", type=positive_float, help="alpha of the wu length penalty (default 0.6)")
+    search = add_search_arguments(parser, nbest="write the N best hypotheses (N <= K) as a Moses n-best list "
+                                                "instead of text")
     search.add_argument("--weights", metavar="FILE",
                         help="log-linear weights of the model's ln p (its --label) and of WP0 = -(words), YAML or "
                              "moses.ini: rank by their weighted sum instead of a length penalty (default 1 and 0)")
-    search.add_argument("--max-ratio", type=positive_float, metavar="R",
-                        help="at most ceil(R x source words) output words (default 2.0)")
-    search.add_argument("--batch-size", type=positive_int, metavar="B",
-                        help="sentences searched together (default 50)")
     search.add_argument("--batch-tokens", type=positive_int, metavar="N",
                         help="instead of --batch-size sentences, as many as fit in N padded source tokens (sentences "
                              "x the longest, </s> included), from the --batch-size x 20 sorted together; fills a GPU")
+    both = parser.add_argument_group("right-to-left reranking")
+    both.add_argument("--r2l-model", nargs="+", metavar="DIR",
+                      help="right-to-left models (reverse_target): rerank each sentence's K hypotheses by "
+                           "(1 - W) ln p / lp + W ln p_R2L / lp, lp the length penalty (their ensemble's mean ln p; "
+                           "the n-best list gets their R2L0 feature)")
+    both.add_argument("--r2l-weight", type=finite_float, metavar="W",
+                      help="the right-to-left models' weight W, from 0 to 1, chosen on held-out data (default 0.5)")
     output = parser.add_argument_group("output")
     output.add_argument("--label", metavar="LABEL",
                         help="feature label of the n-best list (default RNN0 for encdec models, RNNsearch0 for "
@@ -98,6 +103,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        same_output=("threads", "overlap"))
 
 
+def add_search_arguments(parser: argparse.ArgumentParser, nbest: str) -> argparse._ArgumentGroup:
+    """The beam search's options (read by :func:`search_config`), ``nbest`` the help of --nbest; their group."""
+    search = parser.add_argument_group("search")
+    search.add_argument("--beam", type=positive_int, metavar="K", help="beam size; 1 is greedy (default 10)")
+    search.add_argument("--nbest", type=positive_int, metavar="N", help=nbest)
+    search.add_argument("--length-penalty", choices=["none", "average", "wu"],
+                        help="rank by ln p (none), ln p per word (average) or ln p / lp with "
+                             "lp = ((5 + |Y|) / 6)^alpha (wu, Wu et al. 2016) (default none)")
+    search.add_argument("--alpha", type=positive_float, help="alpha of the wu length penalty (default 0.6)")
+    search.add_argument("--max-ratio", type=positive_float, metavar="R",
+                        help="at most ceil(R x source words) output words (default 2.0)")
+    search.add_argument("--batch-size", type=positive_int, metavar="B",
+                        help="sentences searched together (default 50)")
+    parser.set_defaults(weights=None)
+    return search
+
+
 def search_config(args: argparse.Namespace) -> SearchConfig:
     """The search options given on the command line, over :class:`~rerank.search.beam.SearchConfig`'s defaults."""
     from rerank.config import with_overrides
@@ -122,6 +144,36 @@ def check_options(args: argparse.Namespace) -> None:
 
     if (args.dictionary or args.phrase_table) and not args.unk_replace:
         raise RerankError("--dictionary and --phrase-table are for --unk-replace")
+    if args.r2l_weight is not None and not args.r2l_model:
+        raise RerankError("--r2l-weight is the weight of the --r2l-model models")
+    if args.r2l_model and args.weights:
+        raise RerankError("--r2l-model with --weights: the right-to-left models rerank by the length penalty's "
+                          "score; give --length-penalty instead of --weights")
+
+
+def right_to_left_models(args: argparse.Namespace) -> RightToLeft | None:
+    """The --r2l-model models and their weight; every --model must read left to right and every --r2l-model right
+    to left (read from their configs, before any model is loaded)."""
+    from rerank.errors import RerankError
+    from rerank.features.nmt import NeuralTranslationModel
+    from rerank.models.config import read_model_config
+    from rerank.search.right_to_left import RightToLeft, check_weight
+
+    if not args.r2l_model:
+        return None
+    weight = 0.5 if args.r2l_weight is None else args.r2l_weight
+    try:
+        check_weight(weight)
+    except ValueError as e:
+        raise RerankError(f"--r2l-weight: {e}") from None
+    for option, directories, reverse in (("--model", args.model, False), ("--r2l-model", args.r2l_model, True)):
+        for directory in directories:
+            if read_model_config(directory).reverse_target != reverse:
+                raise RerankError(f"{option} {directory}: expected a model that reads targets "
+                                  f"{'right to left' if reverse else 'left to right'} with --r2l-model, got one "
+                                  f"that reads them {'left to right' if reverse else 'right to left'}")
+    config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device, precision=args.precision)
+    return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config), weight)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,6 +200,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = search_config(args)
     check_options(args)
+    right_to_left = right_to_left_models(args)
+    if right_to_left is not None:  # every hypothesis of the beam, reranked
+        config = dataclasses.replace(config, nbest=config.beam_size)
     try:
         label = check_label(args.label) if args.label is not None else None
     except ValueError as e:
@@ -181,16 +236,19 @@ def run(args: argparse.Namespace) -> int:
     batch_size = args.batch_size or BATCH_SIZE
     ranking = (f"{label} weight {config.weights.model:g}, WP0 weight {config.weights.word_penalty:g}"
                if config.weights else f"{config.length_penalty.kind} length penalty")
+    if right_to_left is not None:
+        ranking += f", reranked with {' + '.join(args.r2l_model)} (weight {right_to_left.weight:g})"
     batches = f"batches of {batch_size}" if args.batch_tokens is None else \
         f"batches of {args.batch_tokens} source tokens (sorted {batch_size * SORT_WINDOW} together)"
     logger.info("translating %d sentences with %s: beam %d, %s, %s", len(sentences), " + ".join(args.model),
                 config.beam_size, ranking, batches)
     outputs = TranslationOutputs(args.output, nbest=bool(args.nbest), alignments=args.alignments,
-                                 attention=args.attention)
+                                 attention=args.attention,
+                                 nbest_size=None if right_to_left is None else args.nbest or 1)
     with torch_threads(args.threads), committed_together():  # the outputs appear together
         translate_file(loaded, sentences, outputs, config, label=label, dictionary=dictionary,
                        batch_size=batch_size, device=args.device, first_id=first_id, batch_tokens=args.batch_tokens,
-                       show_progress=not args.quiet, overlap=args.overlap)
+                       show_progress=not args.quiet, overlap=args.overlap, right_to_left=right_to_left)
     if args.shard is not None:
         write_manifests(args, reader, {"output": "n-best list" if args.nbest else "translations",
                                        "alignments": "alignments", "attention": "attention"}, batch_size=batch_size)

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from rerank.errors import RerankError
 from rerank.formats.tokens import Pair
 from rerank.models.batching import longest_first, pad, to_ids, token_batches
 from rerank.models.checkpoint import LoadedModel, load_model
@@ -308,3 +309,48 @@ class PrefixTrie:
             end = max(start + 1, int(np.searchsorted(nodes, before + max_nodes, side="right")))
             yield slice(start, end)
             start = end
+
+
+@dataclass(frozen=True)
+class EnsembleWindow(PreparedWindow):
+    """A window prepared for each member of an ensemble (their vocabularies may differ); its own ids the first's."""
+
+    members: tuple[PreparedWindow, ...] = ()
+
+
+class EnsembleScorer(Scorer):
+    """The mean of several models' ln p(target | source) of each pair: an ensemble's score (the mean of its members'
+    per-token log-probabilities, as :mod:`rerank.models.ensemble` searches with them). The members score the same
+    windows, each with its own vocabularies; they must read targets in the same direction."""
+
+    def __init__(self, members: Sequence[Scorer]):
+        if not members:
+            raise ValueError("an ensemble needs at least one model")
+        first = members[0]
+        super().__init__(first.model, first.src_vocab, first.trg_vocab, first.config)
+        self.members = tuple(members)
+
+    @classmethod
+    def load_all(cls, directories: Sequence[str | os.PathLike[str]], device: str | torch.device = "cpu",
+                 config: ScoringConfig | None = None) -> Scorer:
+        """A scorer of the models in ``directories``: the model's own for one, their ensemble's for several."""
+        scorers = [Scorer.load(directory, device, config) for directory in directories]
+        first = scorers[0]
+        for directory, scorer in zip(directories[1:], scorers[1:], strict=True):
+            if scorer.model.config.reverse_target != first.model.config.reverse_target:
+                raise RerankError(f"{directory} and {directories[0]} read targets in different directions: an "
+                                  "ensemble's models must agree")
+        return first if len(scorers) == 1 else cls(scorers)
+
+    def prepare(self, pairs: Sequence[Pair]) -> EnsembleWindow:
+        windows = tuple(member.prepare(pairs) for member in self.members)
+        first = windows[0]
+        return EnsembleWindow(first.src_ids, first.trg_ids, first.source_of, windows)
+
+    def score_prepared(self, window: PreparedWindow) -> np.ndarray:
+        """The mean (P,) of the members' ln p, in float64, of a window made by :meth:`prepare`."""
+        assert isinstance(window, EnsembleWindow), "an ensemble scores the windows it prepared"
+        total = np.zeros(len(window.trg_ids))
+        for member, member_window in zip(self.members, window.members, strict=True):
+            total += member.score_prepared(member_window)
+        return total / len(self.members)

@@ -42,6 +42,7 @@ from rerank.search.alignment import (
     word_attention,
 )
 from rerank.search.beam import FeatureWeights, Hypothesis, SearchConfig, beam_search
+from rerank.search.right_to_left import Reranked, RightToLeft, rerank_both_ways
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,7 @@ class TranslationOutputs:
 
     output: str | os.PathLike[str]
     nbest: bool = False
+    nbest_size: int | None = None  # hypotheses per sentence in the n-best list; none: all the search kept
     alignments: str | os.PathLike[str] | None = None
     attention: str | os.PathLike[str] | None = None
 
@@ -100,13 +102,16 @@ class TranslationOutputs:
 def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: TranslationOutputs,
                    config: SearchConfig, *, label: str, dictionary: Mapping[str, str] | None = None,
                    batch_size: int = BATCH_SIZE, device: str | torch.device = "cpu", first_id: int = 0,
-                   batch_tokens: int | None = None, show_progress: bool = True, overlap: bool = True) -> None:
+                   batch_tokens: int | None = None, show_progress: bool = True, overlap: bool = True,
+                   right_to_left: RightToLeft | None = None) -> None:
     """Translate ``sentences`` and write every output atomically: all of them at the end, or none on an error.
 
     ``label`` names the model's ln p in the n-best list; with ``dictionary`` (even an empty one) each
     ``<unk>`` is replaced (see :func:`~rerank.search.alignment.replace_unknowns`). The sentences' ids
     start at ``first_id`` (a shard's first line's place in its file). With ``overlap``, the outputs are
     formatted and written by a thread of their own while the next batches are searched (the same bytes).
+    With ``right_to_left``, each sentence's hypotheses are reranked by the right-to-left models too
+    (:mod:`rerank.search.right_to_left`), their ln p a second feature of the n-best list.
     """
     model = loaded.model
     require_attention_for(model, alignments=bool(outputs.alignments), attention=bool(outputs.attention),
@@ -119,18 +124,27 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
         alignments = files.enter_context(atomic_output(outputs.alignments)) if outputs.alignments else None
         attention = files.enter_context(atomic_output(outputs.attention)) if outputs.attention else None
 
-        def write(translated: tuple[int, Tokens, list[Hypothesis]]) -> None:
-            sentence_id, source, hypotheses = translated
-            words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
-            check_scores(f"sentence {sentence_id} (line {sentence_id - first_id + 1} of the input)", hypotheses,
-                         words, label)
+        def write(translated: tuple[int, Tokens, list[Hypothesis], list[Reranked] | None]) -> None:
+            sentence_id, source, hypotheses, reranked = translated
+            if reranked is not None:
+                reranked = reranked[:outputs.nbest_size]
+                hypotheses, words = [r.hypothesis for r in reranked], [r.words for r in reranked]
+            else:
+                words = [target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
+            where = f"sentence {sentence_id} (line {sentence_id - first_id + 1} of the input)"
+            check_scores(where, hypotheses, words, label)
+            if reranked is not None and right_to_left is not None:
+                check_right_to_left(where, reranked, right_to_left.label)
             best = hypotheses[0].attention
             if best is not None and (alignments is not None or attention is not None):
                 best = word_attention(best, loaded.src_vocab.encode(source), hypotheses[0].tokens, loaded.src_vocab,
                                       loaded.trg_vocab)
             if outputs.nbest:
-                for h, hypothesis_words in zip(hypotheses, words, strict=True):
+                for i, (h, hypothesis_words) in enumerate(zip(hypotheses, words, strict=True)):
                     features, total = hypothesis_features(h, label, config.weights)
+                    if reranked is not None and right_to_left is not None:
+                        features, total = [*features, (right_to_left.label, [reranked[i].right_to_left])], \
+                            reranked[i].total
                     out.write(NBestEntry.build(sentence_id, hypothesis_words, features, total).line() + "\n")
             else:
                 out.write(" ".join(words[0]) + "\n")
@@ -142,9 +156,29 @@ def translate_file(loaded: LoadedModel, sentences: Sequence[Tokens], outputs: Tr
                 attention.write(json.dumps(record, ensure_ascii=False) + "\n")
 
         with Behind(write, depth=BATCH_SIZE * SORT_WINDOW, enabled=overlap) as writer:
-            for sentence_id, (source, hypotheses) in enumerate(zip(sentences, results, strict=True), first_id):
-                writer.put((sentence_id, source, hypotheses))
+            translated = zip(sentences, results, strict=True)
+            if right_to_left is None:
+                for sentence_id, (source, hypotheses) in enumerate(translated, first_id):
+                    writer.put((sentence_id, source, hypotheses, None))
+            else:  # the right-to-left models score a window of sentences' hypotheses at a time
+                sentence_id = first_id
+                for window in chunks(translated, batch_size * SORT_WINDOW):
+                    sources, nbests = [source for source, _ in window], [hypotheses for _, hypotheses in window]
+                    words = [[target_words(h, source, loaded.trg_vocab, dictionary) for h in hypotheses]
+                             for source, hypotheses in window]
+                    reranked = rerank_both_ways(sources, nbests, words, right_to_left, config.length_penalty)
+                    for source, hypotheses, sentence in zip(sources, nbests, reranked, strict=True):
+                        writer.put((sentence_id, source, hypotheses, sentence))
+                        sentence_id += 1
     logger.info("translated %s", summary(progress))
+
+
+def check_right_to_left(where: str, reranked: Sequence[Reranked], label: str) -> None:
+    """A :class:`~rerank.errors.NonFiniteScore` where the right-to-left models' ln p of a hypothesis is NaN or
+    infinite."""
+    for r in reranked:
+        if not math.isfinite(r.right_to_left):
+            raise NonFiniteScore(f"{where}, hypothesis {quoted(shorten(' '.join(r.words)))}", label, r.right_to_left)
 
 
 def read_feature_weights(path: str | os.PathLike[str], label: str) -> FeatureWeights:

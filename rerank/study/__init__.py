@@ -2,6 +2,7 @@
 
 ``checks``: everything an experiment config names, checked before its first step.
 ``config``: the study's config.
+``distill``: a teacher's translations of the training sources, the corpus of the student distilled from it.
 ``experiment``: the study from start to end.
 ``lists``: the candidate pools the rescoring rows rerank.
 ``models``: the study's models, trained or given.

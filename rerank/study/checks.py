@@ -37,6 +37,9 @@ def check_experiment(config: ExperimentConfig, source: str = "the experiment con
         if path is not None and key != "cslm":
             model = _model_config(path, f"{source}: {key}")
             _check_direction(key, model, path, source)
+    if config.distill is not None:
+        student = config.distill.student
+        _check_direction("distill.student", _model_config(student, f"{source}: distill.student"), student, source)
     if config.cslm is not None and Path(config.cslm).is_dir():
         _model_directory(config.cslm, f"{source}: cslm")
     for name, split in (("dev", config.dev), ("test", config.test)):
@@ -85,6 +88,8 @@ def _named_paths(config: ExperimentConfig) -> Iterator[tuple[str, str, str]]:
     for key in NEURAL_MODELS:
         if getattr(config, key) is not None:
             yield key, getattr(config, key), "model"
+    if config.distill is not None:
+        yield "distill.student", config.distill.student, "file"
     m = config.moses
     tuning = config.decoder_tuning
     for key, path in (("moses.ini", m.ini), ("moses.language_model", m.language_model),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 from rerank.config import InvalidValue, at_least, from_dict, load_config_data
+from rerank.study.distill import Targets
 from rerank.tune.config import Optimizer
 from rerank.tune.registry import check_optimizer
 from rerank.tune.stats import check_tokenizer
@@ -66,6 +67,22 @@ class DecoderTuning:
 
 
 @dataclass(frozen=True)
+class Distill:
+    """Sequence-level knowledge distillation (``rerank distill``): the study's RNNsearch ensemble (rnnsearch and
+    its ensemble_seeds) translates the student's training sources with the study's beam and length penalty, and
+    the student trains on its ``nbest`` best translations of each (alone or beside the references: ``targets``);
+    the student is decoded alone, as RNNsearch is."""
+
+    student: str  # the student's training config (rerank train --config): its data.train is what is translated
+    targets: Targets = "ensemble"  # ensemble+references: the references too, each source twice
+    nbest: int = 1  # translations kept per source, each a training pair
+    chunk_lines: int = 1000  # source lines translated and written together (a stopped run resumes at a chunk)
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "nbest", "chunk_lines")
+
+
+@dataclass(frozen=True)
 class ExperimentConfig:
     output_dir: str  # where every output goes (rerank experiment --output-dir overrides it)
     encdec: str  # a training config (rerank train --config), or a trained model directory to use as it is
@@ -94,6 +111,7 @@ class ExperimentConfig:
     rescoring: bool = True  # the rescoring rows on Moses' n-best lists; false: decoder_tuning alone
     union_with: Literal["rnnsearch", "ensemble"] = "rnnsearch"  # whose n-best list joins Moses' in the union rows
     decoder_tuning: DecoderTuning | None = None  # Moses re-tuned with Moses in the loop (needs moses.decoder)
+    distill: Distill | None = None  # a student trained on the ensemble's translations (rerank distill)
 
     def split(self, name: str) -> Split:
         """``dev`` or ``test`` by name."""
@@ -122,6 +140,8 @@ class ExperimentConfig:
         if self.nbest > self.beam:
             raise ValueError(f"nbest: expected at most beam ({self.beam}): a beam of {self.beam} keeps {self.beam} "
                              f"hypotheses, got {self.nbest}")
+        if self.distill is not None and self.distill.nbest > self.beam:
+            raise ValueError(f"distill.nbest: expected at most beam ({self.beam}), got {self.distill.nbest}")
         if self.decoder_tuning is not None and self.moses.decoder is None:
             raise ValueError("decoder_tuning runs Moses: give moses.decoder")
         if not self.rescoring and self.decoder_tuning is None:

@@ -88,9 +88,10 @@ class Scoring:
 
 
 def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Split, models: dict[str, Path]) -> None:
-    """The encoder-decoder's, RNNsearch's (and the ensemble's) 1-best translations of ``split``, and RNNsearch's
-    (or the ensemble's, ``union_with``) n-best list, as ``rerank translate`` makes them; a system with an n-best
-    list is decoded once, its 1-best being the list's first hypotheses (``rerank apply --weight LABEL=0``)."""
+    """The encoder-decoder's, RNNsearch's (and the ensemble's, the distilled student's) 1-best translations of
+    ``split``, and RNNsearch's (or the ensemble's, ``union_with``) n-best list, as ``rerank translate`` makes them;
+    a system with an n-best list is decoded once, its 1-best being the list's first hypotheses (``rerank apply
+    --weight LABEL=0``)."""
     from rerank.models.checkpoint import load_model
     from rerank.models.ensemble import ensemble
     from rerank.search.beam import LengthPenalty, SearchConfig
@@ -103,12 +104,15 @@ def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Spl
         unk += ["--phrase-table", c.moses.phrase_table]
     search_config = SearchConfig(beam_size=c.beam, length_penalty=LengthPenalty(c.length_penalty))
     sentences = [line.split() for _, line in read_lines(split.source)]
-    members = {"encdec": ["encdec"], "rnnsearch": ["rnnsearch"],
+    members = {"encdec": ["encdec"], "rnnsearch": ["rnnsearch"], "distilled": ["distilled"],
                "ensemble": ["rnnsearch", *(f"rnnsearch-seed{seed}" for seed in c.ensemble_seeds)]}
     dictionaries: dict[str, dict[str, str]] = {}
+    # the encoder-decoder has no attention to replace UNKs with, nor has a student of its architecture
+    unattending = {"encdec", *(("distilled",) if c.distill is not None and
+                               read_model_config(models["distilled"]).architecture == "encdec" else ())}
 
     def dictionary(model: str) -> dict[str, str] | None:
-        if not c.unk_replace or model == "encdec":  # the encoder-decoder has no attention to replace UNKs with
+        if not c.unk_replace or model in unattending:
             return None
         if "table" not in dictionaries:
             dictionaries["table"] = phrase_table_dictionary(c.moses.phrase_table) if c.moses.phrase_table else {}
@@ -129,6 +133,8 @@ def translate(config: ExperimentConfig, steps: StepRunner, name: str, split: Spl
     decoded: list[tuple[str, list[Any]]] = [("encdec", search), ("rnnsearch", [*search, *unk])]
     if c.ensemble_seeds:
         decoded.append(("ensemble", [*search, *unk]))
+    if c.distill is not None:
+        decoded.append(("distilled", search if "distilled" in unattending else [*search, *unk]))
     for model, options in decoded:
         output = steps.out / f"{name}.{model}.1best"
         if model in listed:  # the same search: its 1-best is the n-best list's first hypothesis

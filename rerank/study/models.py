@@ -23,7 +23,8 @@ def device_flag(config: ExperimentConfig) -> list[str]:
 
 
 def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]:
-    """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm).
+    """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm, and
+    distilled, the student of ``distill``).
     Every training config is read and checked before the first model trains."""
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
@@ -54,7 +55,29 @@ def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]
                                  *device_flag(c)], train, train_config))
     for name, argv, train, train_config in trainings:
         steps.rerank(argv, [], train, train_config, c.device, timing=f"train {name}")
+    if c.distill is not None:
+        models["distilled"] = distill_student(c, steps, models)
     return models
+
+
+def distill_student(config: ExperimentConfig, steps: StepRunner, models: dict[str, Path]) -> Path:
+    """``rerank distill``: the student of ``distill.student`` trained on the translations of the RNNsearch ensemble
+    (rnnsearch and its ensemble_seeds); its model directory."""
+    from rerank.search.beam import LengthPenalty, SearchConfig
+    from rerank.study.distill import STUDENT, Distillation, train_student
+
+    c, settings = config, config.distill
+    assert settings is not None
+    teacher = [models["rnnsearch"], *(models[f"rnnsearch-seed{seed}"] for seed in c.ensemble_seeds)]
+    search = SearchConfig(beam_size=c.beam, nbest=settings.nbest, length_penalty=LengthPenalty(c.length_penalty))
+    distillation = Distillation(tuple(map(str, teacher)), search, settings.targets, settings.chunk_lines)
+    directory = steps.out / "models" / "distilled"
+    student = load_train_config(settings.student)
+    steps.rerank(["distill", "--teacher", *teacher, "--config", settings.student, "--output-dir", directory,
+                  "--beam", c.beam, "--length-penalty", c.length_penalty, "--nbest", settings.nbest,
+                  "--targets", settings.targets, "--chunk-lines", settings.chunk_lines, *device_flag(c)], [],
+                 train_student, student, distillation, directory, c.device, timing="distill")
+    return directory / STUDENT
 
 
 def extra_features(config: ExperimentConfig) -> tuple[str, ...]:

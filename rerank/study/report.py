@@ -188,7 +188,8 @@ class Report:
         """The rescoring rows' table, with the neural systems alone."""
         c, out = self.config, self.out
         alone = {model: {split: self.bleu(out / f"{split}.{model}.1best", split) for split in ("dev", "test")}
-                 for model in ("rnnsearch", "encdec", *(("ensemble",) if c.ensemble_seeds else ()))}
+                 for model in ("rnnsearch", "encdec", *(("ensemble",) if c.ensemble_seeds else ()),
+                               *(("distilled",) if c.distill else ()))}
         first, cv = c.optimizers[0], bool(c.cv_folds)
         cv_header = f"{c.cv_folds}-fold CV BLEU ({first.upper()}) | " if cv else ""
         lines = [f"| system | dev BLEU ({first.upper()}) | {cv_header}test BLEU ({first.upper()}) | "
@@ -205,6 +206,10 @@ class Report:
                 if c.ensemble_seeds:
                     lines.append(table_row(f"RNNsearch ensemble of {len(c.ensemble_seeds) + 1} (beam {c.beam})",
                                            {first: Score([alone["ensemble"]["dev"]], [alone["ensemble"]["test"]])},
+                                           c.optimizers, cv=cv))
+                if c.distill:
+                    lines.append(table_row(f"RNNsearch distilled from the ensemble (beam {c.beam})",
+                                           {first: Score([alone["distilled"]["dev"]], [alone["distilled"]["test"]])},
                                            c.optimizers, cv=cv))
         self.choice = choice_line({row.title: results[row.key][first] for row in rows}, c.cv_folds, first)
         self.lines += [
@@ -223,7 +228,8 @@ class Report:
                               ("Moses + all features", str(out / "tuning" / "all" / f"{first}-seed{c.seeds[0]}"
                                                             ".test.1best"))]
         self.data.update({"rnnsearch": alone["rnnsearch"], "encdec": alone["encdec"],
-                          "ensemble": alone.get("ensemble", {}), "oracle": oracles,
+                          "ensemble": alone.get("ensemble", {}), "distilled": alone.get("distilled", {}),
+                          "oracle": oracles,
                           "rows": {key: {o: dataclasses.asdict(s) for o, s in row.items()}
                                    for key, row in results.items()}})
 

@@ -169,8 +169,14 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
         "model": {"architecture": "cslm", "order": 4, "embedding_size": 8, "hidden_sizes": [16, 12]},
         "data": {"train": str(SAMPLE / "train.fr.gz"), "valid": str(SAMPLE / "val.fr")},
         "training": {"batch_size": 64, "max_updates": 10, "valid_every": 10, "threads": 1}}))
+    student = tiny_training_config("encdec")  # distilled from the ensemble's translations of 40 sources
+    with gzip.open(SAMPLE / "train.en.gz", "rt", encoding="utf-8") as f:
+        (tmp_path / "distill.en").write_text("".join(f.readline() for _ in range(40)), encoding="utf-8")
+    student["data"]["train"]["source"] = str(tmp_path / "distill.en")
+    (tmp_path / "student.yaml").write_text(yaml.safe_dump(student))
     config = write_experiment(tmp_path, **{k: str(v) for k, v in configs.items()}, ensemble_seeds=[2],
-                              union_with="ensemble", optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3)
+                              union_with="ensemble", optimizers=["mert"], seeds=[1], restarts=2, beam=3, nbest=3,
+                              distill={"student": str(tmp_path / "student.yaml")})
 
     assert main(["-q", "experiment", str(config)]) == 0
     run = tmp_path / "run"
@@ -187,6 +193,11 @@ def test_extra_models_add_their_features_rows_and_ablation(tmp_path: Path) -> No
     assert [row.key for row in rows] == [
         "plus-Ens0", "plus-R2L0", "plus-Chan0", "plus-CSLM0", "extended", "without-RNN0", "without-RNNsearch0",
         "without-LM1", "without-Ens0", "without-R2L0", "without-Chan0", "without-CSLM0", "union-extended"]
+    distilled = table_cells(results, "RNNsearch distilled from the ensemble (beam 3)")
+    experiment = yaml.safe_load(config.read_text())
+    assert distilled[:2] == [sacrebleu_of(run / f"{split}.distilled.1best", experiment[split]["reference"])
+                             for split in ("dev", "test")]  # no cross-validation: dev, then test
+    assert len((run / "models" / "distilled" / "train.trg").read_text().splitlines()) == 40
     for title in ["RNNsearch ensemble of 2 (beam 3)", *(row.title.replace("RNNsearch n-best", "Ensemble n-best")
                                                         for row in (*ROWS, *rows))]:
         assert f"| {title} |" in results

@@ -88,6 +88,32 @@ def test_one_value_is_appended_and_every_other_byte_kept(table: Path, model_dir:
     assert leftovers(tmp_path) == []
 
 
+def test_an_ensemble_appends_the_mean_of_its_models_ln_p(table: Path, model_dir: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """``--model A B``: one column, exp of the mean of the models' ln p; every other byte as one model's table has it;
+    a model of other vocabularies takes part with its own."""
+    entries = list(read_phrase_table(table))
+    src_vocab = Vocabulary.build((e.source.split() for e in entries), 80)
+    trg_vocab = Vocabulary.build((e.target.split() for e in entries), 120)
+    other = save_model_dir(tmp_path / "other", tiny_model(tiny_config("encdec"), len(src_vocab), len(trg_vocab),
+                                                          seed=3, dtype=torch.float32), src_vocab, trg_vocab)
+    for name, models in (("one", [model_dir]), ("both", [model_dir, other])):
+        code, _, err = run(["score-table", table, "-o", tmp_path / name, "--model", *models, "--window", 50,
+                            "--threads", 1], capsys)
+        assert code == 0, err
+    before = content(table).decode().splitlines()
+    one, both = ((tmp_path / name).read_text().splitlines() for name in ("one", "both"))
+    assert [line.split(SEPARATOR)[:2] for line in both] == \
+        [line.split(SEPARATOR)[:2] for line in one]
+    values = np.array([split_added(old, new) for old, new in zip(before, both, strict=True)])
+    pairs = [(line.split(SEPARATOR)[0], line.split(SEPARATOR)[1]) for line in before]
+    mean = (reference_log_probs(model_dir, pairs) + reference_log_probs(other, pairs)) / 2
+    np.testing.assert_allclose(np.log(values), np.maximum(mean, -100), rtol=0, atol=1e-4)
+    assert not np.allclose(values, [split_added(old, new) for old, new in zip(before, one, strict=True)])
+    code, _, err = run(["score-table", table, "-o", tmp_path / "ray", "--model", model_dir, other, "--ray"], capsys)
+    assert code == 2 and "--ray scores with one model" in err
+
+
 def test_precision_fp32_is_the_default_byte_for_byte_and_int8_is_near_it(table: Path, model_dir: Path,
                                                                          tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:

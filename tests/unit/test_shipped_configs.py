@@ -25,7 +25,8 @@ RESCORING = sorted((CONFIGS / "rescoring").glob("*.yaml"))
 
 def named_files(config: ExperimentConfig) -> list[str]:
     """The models and training configs an experiment names (trained ones under runs/ are made by other steps)."""
-    names = [config.encdec, config.rnnsearch, config.right_to_left, config.channel, config.cslm]
+    names = [config.encdec, config.rnnsearch, config.right_to_left, config.channel, config.cslm,
+             config.distill.student if config.distill else None]
     return [name for name in names if name is not None and not name.startswith("runs/")]
 
 

@@ -4,9 +4,11 @@ targets and of the sources."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,3 +183,25 @@ def test_the_source_tries_end_each_source_at_its_own_node() -> None:
     levels = list(trie.levels())[1:]  # depth k ≥ 1 reads the k-th id
     expected = ([5, EOS_ID], [6, EOS_ID], [7, EOS_ID], [EOS_ID])
     assert [sorted(words.tolist()) for _, words in levels] == [sorted(ids) for ids in expected]
+
+
+def test_an_ensemble_scores_the_mean_of_its_members_each_with_its_own_vocabularies(
+        vocabularies: tuple[Vocabulary, Vocabulary], tmp_path: Path) -> None:
+    from tiny_models import save_model_dir
+
+    from rerank.scoring.pairs import EnsembleScorer
+
+    src, trg = vocabularies
+    small_trg = Vocabulary.build([TRG_WORDS[:10]], 10)  # the other words are <unk> to this member
+    first = save_model_dir(tmp_path / "a", tiny_model(tiny_config(), len(src), len(trg), seed=1), src, trg)
+    second = save_model_dir(tmp_path / "b", tiny_model(tiny_config("encdec"), len(src), len(small_trg), seed=2),
+                            src, small_trg)
+    pairs = phrase_pairs(40)
+    alone = [np.array(list(Scorer.load(d).score(pairs))) for d in (first, second)]
+    assert type(EnsembleScorer.load_all([first])) is Scorer  # one model: its own scorer
+    both = EnsembleScorer.load_all([first, second], config=ScoringConfig(window=16))
+    np.testing.assert_allclose(np.array(list(both.score(pairs))), (alone[0] + alone[1]) / 2, rtol=0, atol=1e-5)
+    reverse = save_model_dir(tmp_path / "r", tiny_model(dataclasses.replace(tiny_config(), reverse_target=True),
+                                                        len(src), len(trg)), src, trg)
+    with pytest.raises(RerankError, match="read targets in different directions"):
+        EnsembleScorer.load_all([first, reverse])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rerank.config import from_dict
+from rerank.config import from_dict, to_dict
 from rerank.errors import RerankError
 from rerank.study.checks import check_experiment, check_files, load_json, unknown_word_list
 from rerank.study.config import ExperimentConfig
@@ -34,6 +34,28 @@ def sample(**changes: Any) -> ExperimentConfig:
 
 def test_the_sample_passes() -> None:
     check_experiment(sample(), "experiment.yaml")
+
+
+def test_the_ensemble_experiment_passes(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """configs/experiments/ensemble.yaml (members, right-to-left model, distilled student) as the study checks it
+    before its first step, run from the repository's root."""
+    from rerank.study.config import load_experiment
+
+    monkeypatch.chdir(REPO)
+    config = load_experiment("configs/experiments/ensemble.yaml")
+    assert config.distill is not None and len(config.ensemble_seeds) == 3
+    check_experiment(config, "ensemble.yaml")
+
+
+def test_a_right_to_left_student_is_refused(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rerank.study.config import load_experiment
+
+    monkeypatch.chdir(REPO)
+    config = load_experiment("configs/experiments/ensemble.yaml")
+    student = "configs/training/recipe/rnnsearch-recipe-words-r2l.yaml"
+    swapped = from_dict(ExperimentConfig, {**to_dict(config), "distill": {"student": student}}, "e")
+    with pytest.raises(RerankError, match=f"ensemble.yaml: distill.student: expected a left-to-right .*{student}"):
+        check_experiment(swapped, "ensemble.yaml")
 
 
 def test_missing_files_and_directories_are_named_by_their_keys(tmp_path: Path) -> None:

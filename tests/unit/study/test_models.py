@@ -89,3 +89,29 @@ def test_training_configs_train_into_the_output_directory(test_data: Path, tmp_p
     first = torch.load(models["rnnsearch"] / "model.pt", weights_only=True)["model"]
     second = torch.load(models["rnnsearch-seed2"] / "model.pt", weights_only=True)["model"]
     assert any(not torch.equal(first[k], second[k]) for k in first)
+
+
+def test_distill_trains_the_student_on_the_ensemble_s_translations_as_the_command_does(test_data: Path,
+                                                                                      tmp_path: Path) -> None:
+    from rerank.cli import main
+    from rerank.study.config import Distill
+
+    steps = StepRunner(tmp_path / "run")
+    student = training_config(tmp_path / "student.yaml", test_data, "encdec", seed=3)
+    config = experiment(test_data, rnnsearch=str(MODELS / "rnnsearch"), beam=3, nbest=3, length_penalty="wu",
+                        distill=Distill(student, targets="ensemble+references", chunk_lines=2))
+    models = train_models(config, steps)
+    out = steps.out / "models" / "distilled"
+    assert models["distilled"] == out / "student" and (out / "student" / "model.pt").is_file()
+    command = steps.commands.read_text(encoding="utf-8").splitlines()[-1]
+    assert command == (f"rerank distill --teacher {MODELS / 'rnnsearch'} --config {student} --output-dir {out} "
+                       "--beam 3 --length-penalty wu --nbest 1 --targets ensemble+references --chunk-lines 2")
+    # the logged command, run by hand elsewhere, makes the same corpus and student
+    assert main(["-q", *command.replace(str(out), str(tmp_path / "by-hand")).split()[1:]]) == 0
+    for name in ("train.src", "train.trg"):
+        assert (tmp_path / "by-hand" / name).read_bytes() == (out / name).read_bytes()
+    by_hand = torch.load(tmp_path / "by-hand" / "student" / "model.pt", weights_only=True)["model"]
+    study = torch.load(out / "student" / "model.pt", weights_only=True)["model"]
+    assert all(torch.equal(by_hand[k], study[k]) for k in study)
+    translations = (out / "train.trg").read_text(encoding="utf-8").splitlines()
+    assert translations[3:] == (test_data / "toy.fr").read_text(encoding="utf-8").splitlines()
