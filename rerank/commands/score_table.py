@@ -2,11 +2,13 @@
 
 The new value, last in the scores field (field 3), is p(target | source) of the whole phrase pair,
 ``</s>`` included, by forced decoding with an RNN encoder-decoder or RNNsearch model (Cho et al.
-2014, Sec. 4.1). Moses reads max(ln x, -100) for each phrase-table score x, so the value is
-written as exp(ln p) floored at exp(-100) = 3.72008e-44: Moses reads about -100 for it, as it
-would have anyway, and the value is never 0, whose log is -inf for the other tools that read
-tables. Every other byte of each line stays as it was, and the lines keep their order. The
-table is streamed: memory stays flat whatever its size.
+2014, Sec. 4.1). With --channel the model is a target-to-source one (fr->en for an en->fr table) and
+the value is p(source | target), the other direction of Moses' own table; with --per-word it is the
+probability per scored word, p^(1/(n+1)) for n words and ``</s>``. Moses reads max(ln x, -100) for
+each phrase-table score x, so the value is written as exp(ln p) floored at exp(-100) = 3.72008e-44:
+Moses reads about -100 for it, as it would have anyway, and the value is never 0, whose log is -inf for
+the other tools that read tables. Every other byte of each line stays as it was, and the lines keep
+their order. The table is streamed: memory stays flat whatever its size.
 
 With --moses-ini, a moses.ini is also written in which the table has one more feature
 (num-features), one more weight (--weight) and the new table as its path.
@@ -56,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, action=StoreOnce, metavar="DIR",
                         help="model directory written by rerank train")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
+    parser.add_argument("--channel", action="store_true",
+                        help="the model translates the table's target language into its source language: the "
+                             "new column is p(source | target)")
+    parser.add_argument("--per-word", action="store_true",
+                        help="the probability per scored word, exp(ln p / (words + 1)), instead of the "
+                             "whole phrase's")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
     add_moses_ini_arguments(parser)
     speed = parser.add_argument_group("speed and memory")
@@ -113,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.scoring.pairs import Scorer, ScoringConfig
-    from rerank.scoring.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.table import Column, score_phrase_table, table_moses_ini
 
     check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
@@ -126,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
                               "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
         reader = open_shard(args, table_segments())
     table = display_name(args.input)
+    column = Column(channel=args.channel, per_word=args.per_word)
     # the table and its moses.ini appear together (a shard's manifest goes after its table)
     with committed_together() if reader is None else contextlib.nullcontext():
         with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
@@ -145,11 +154,12 @@ def run(args: argparse.Namespace) -> int:
 
                 score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster,
                                        num_scores=num_scores, scoring=scoring, encoding=args.encoding,
-                                       show_progress=not args.quiet)
+                                       show_progress=not args.quiet, column=column)
             else:
                 scorer = Scorer.load(args.model, torch_device(args.device), scoring)
                 score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                                   show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
+                                   show_progress=not args.quiet, count=reader is None, overlap=args.overlap,
+                                   column=column)
         if reader is not None:
             write_manifests(args, reader, {"output": "phrase table"})
             if first is None:
@@ -158,9 +168,9 @@ def run(args: argparse.Namespace) -> int:
             logger.warning("%s is empty: wrote an empty table", table)
         if ini is not None:
             ini.write(args.moses_ini_out)
-            logger.info("%s: %s now has %s scores, the last weighted %g, read from %s", args.moses_ini_out,
-                        args.table, num_scores + 1 if num_scores is not None else "one more", args.weight,
-                        os.path.abspath(args.output))
+            logger.info("%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out,
+                        args.table, num_scores + 1 if num_scores is not None else "one more", column.describe(),
+                        args.weight, os.path.abspath(args.output))
     return 0
 
 

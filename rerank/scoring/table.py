@@ -1,7 +1,10 @@
 """Appending a neural model's p(target | source) to every phrase pair of a Moses phrase table.
 
 The new value, last in the scores field (field 3), is p(target | source) of the whole phrase pair,
-``</s>`` included, by forced decoding (Cho et al. 2014, Sec. 4.1). Moses reads max(ln x, -100) for
+``</s>`` included, by forced decoding (Cho et al. 2014, Sec. 4.1); or, in the forms of :class:`Column`,
+p(source | target) under a target-to-source (channel) model, as Moses' own table holds both directions, and
+the per-word probability p^(1/(n+1)) of the n words (and ``</s>``) scored, which keeps the value on the scale
+of Moses' per-phrase scores whatever the phrase's length. Moses reads max(ln x, -100) for
 each phrase-table score x, so the value is written as exp(ln p) floored at exp(-100): Moses reads
 about -100 for it, as it would have anyway, and the value is never 0, whose log is -inf for the
 other tools that read tables. Every other byte of each line stays as it was, and the lines keep
@@ -20,6 +23,7 @@ import logging
 import math
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,15 +39,48 @@ from rerank.scoring.pairs import PreparedWindow, Scorer, windows
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Column:
+    """Which probability of a phrase pair the new column holds.
+
+    ``channel``: the model reads the pair's target phrase and scores its source phrase, p(source | target)
+    (a target-to-source model, such as the fr->en one of an en->fr system); otherwise p(target | source).
+    ``per_word``: ln p divided by the scored phrase's words plus one (``</s>``), the geometric mean of the
+    word probabilities; otherwise ln p of the whole phrase."""
+
+    channel: bool = False
+    per_word: bool = False
+
+    def pair(self, entry: PhraseEntry) -> tuple[list[str], list[str]]:
+        """What the model reads and what it scores, as tokens."""
+        source, target = entry.source.split(), entry.target.split()
+        return (target, source) if self.channel else (source, target)
+
+    def value(self, entry: PhraseEntry, log_prob: float) -> float:
+        """The column's ln value for ``entry`` whose scored side has model score ``log_prob``."""
+        if not self.per_word:
+            return log_prob
+        scored = entry.source if self.channel else entry.target
+        return log_prob / (len(scored.split()) + 1)
+
+    def describe(self) -> str:
+        """The probability in words, for messages: ``p(source | target) per word``."""
+        return f"p({'source | target' if self.channel else 'target | source'}){' per word' if self.per_word else ''}"
+
+
+TARGET_GIVEN_SOURCE = Column()  # the whole pair's p(target | source), as Cho et al. (2014) scored it
+
+
 def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
                        output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
-                       count: bool = True, overlap: bool = True) -> None:
-    """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended;
-    with ``count``, the table's lines are counted first, for the progress bar. With ``overlap``, the
-    entries are read, parsed and turned into ids by one thread and the scored lines formatted and written
-    by another, while the model scores (:mod:`rerank.formats.pipeline`): the same bytes are written. A table
-    read from stdin is read in the scoring thread (a thread blocked reading a pipe cannot be stopped)."""
-    appender = ScoreAppender(scorer, display_name(table), encoding)
+                       count: bool = True, overlap: bool = True, column: Column = TARGET_GIVEN_SOURCE) -> None:
+    """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended
+    (or the probability ``column`` names); with ``count``, the table's lines are counted first, for the
+    progress bar. With ``overlap``, the entries are read, parsed and turned into ids by one thread and the
+    scored lines formatted and written by another, while the model scores (:mod:`rerank.formats.pipeline`):
+    the same bytes are written. A table read from stdin is read in the scoring thread (a thread blocked
+    reading a pipe cannot be stopped)."""
+    appender = ScoreAppender(scorer, display_name(table), encoding, column)
     total = count_lines(table, encoding) if count and str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
     with atomic_output(output, encoding) as out:
@@ -98,12 +135,14 @@ def absolute_paths(ini: MosesIni, output_ini: str | os.PathLike[str], keep: str 
 
 
 class ScoreAppender:
-    """Appends exp(ln p(target | source)) to phrase-table entries; counts the values it floored."""
+    """Appends exp(ln p(target | source)) (or the probability ``column`` names) to phrase-table entries; counts
+    the values it floored."""
 
-    def __init__(self, scorer: Scorer, table: str, encoding: str = "utf-8"):
+    def __init__(self, scorer: Scorer, table: str, encoding: str = "utf-8", column: Column = TARGET_GIVEN_SOURCE):
         self.scorer = scorer
         self.table = table
         self.encoding = encoding
+        self.column = column
         self.floored = 0
 
     def scored(self, entries: Iterable[PhraseEntry]) -> Iterator[list[PhraseEntry]]:
@@ -116,7 +155,7 @@ class ScoreAppender:
         """The entries a window of the scorer at a time (each segment of the table apart), with the window's
         ids ready to score."""
         for _, segment in itertools.groupby(entries, key=_Segments(self.encoding)):
-            pairs = ((entry.source.split(), entry.target.split(), entry) for entry in segment)
+            pairs = ((*self.column.pair(entry), entry) for entry in segment)
             for window in windows(pairs, self.scorer.config):
                 yield [entry for _, _, entry in window], self.scorer.prepare([(s, t) for s, t, _ in window])
 
@@ -125,12 +164,14 @@ class ScoreAppender:
         return [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
 
     def with_value(self, entry: PhraseEntry, log_prob: float) -> PhraseEntry:
-        """``entry`` with exp(ln p) appended; a non-finite ln p is an error naming the line."""
+        """``entry`` with exp(ln p) (per word, for a per-word column) appended; a non-finite ln p is an error
+        naming the line."""
         if not math.isfinite(log_prob):
             raise FormatError(self.table, entry.lineno, "a phrase pair the model gives a finite score",
                               got=f"ln p = {log_prob}: are the model weights broken?")
-        self.floored += log_prob < MOSES_LOWEST_LOG
-        return entry.with_score(phrase_table_value(log_prob))
+        value = self.column.value(entry, log_prob)
+        self.floored += value < MOSES_LOWEST_LOG
+        return entry.with_score(phrase_table_value(value))
 
 
 def phrase_table_value(log_prob: float) -> float:
