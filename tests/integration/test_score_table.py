@@ -88,6 +88,29 @@ def test_one_value_is_appended_and_every_other_byte_kept(table: Path, model_dir:
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("per_word", [False, True])
+def test_channel_appends_p_source_given_target_and_keeps_every_other_byte(table: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str],
+                                                                         per_word: bool) -> None:
+    entries = list(read_phrase_table(table))  # a French->English model: it reads the targets, scores the sources
+    src_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
+    trg_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
+    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), seed=5, dtype=torch.float32)
+    channel = save_model_dir(tmp_path / "channel", model, src_vocab, trg_vocab)
+    out = tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", channel, "--channel",
+                        *(["--per-word"] if per_word else []), "--threads", 1], capsys)
+    assert code == 0, err
+    before = content(table).decode().splitlines()
+    after = gzip.decompress(out.read_bytes()).decode().splitlines()
+    values = np.log([split_added(old, new) for old, new in zip(before, after, strict=True)])
+    swapped = [(line.split(SEPARATOR)[1], line.split(SEPARATOR)[0]) for line in before]
+    want = reference_log_probs(channel, swapped)  # ln p(source phrase | target phrase)
+    if per_word:
+        want /= np.array([len(source.split()) + 1 for _, source in swapped])
+    np.testing.assert_allclose(values, want, rtol=0, atol=1e-4)
+
+
 def test_precision_fp32_is_the_default_byte_for_byte_and_int8_is_near_it(table: Path, model_dir: Path,
                                                                          tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
