@@ -39,7 +39,7 @@ from rerank.commands.arguments import (
     positive_float,
     positive_int,
 )
-from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
+from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
 
 if TYPE_CHECKING:
     from rerank.scoring.ray_table import RayCluster
@@ -103,9 +103,16 @@ def add_moses_ini_arguments(parser: argparse.ArgumentParser) -> None:
     ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
                      help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
                           "its path as [ttable-file] gives it")
-    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+    ini.add_argument("--weight", type=weight_argument, default=TRAIN_MODEL_WEIGHT, metavar="W",
                      help="initial weight of the new score, to be tuned (default: %(default)s, what "
-                          "train-model.perl gives each phrase-table score)")
+                          "train-model.perl gives each phrase-table score); 'auto': the weight whose "
+                          "contribution spreads over the table's lines as much as the table's other scores' do on "
+                          "average, mean(|w_i| sd_i) / sd_new")
+
+
+def weight_argument(text: str) -> float | str:
+    """An argparse type: a finite number, or ``auto``."""
+    return text if text == "auto" else finite_float(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -121,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.scoring.pairs import Scorer, ScoringConfig
-    from rerank.scoring.table import Column, score_phrase_table, table_moses_ini
+    from rerank.scoring.table import Column, Spread, score_phrase_table, spread_matched_weight, table_moses_ini
 
     check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
@@ -133,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
             raise RerankError("--moses-ini with --shard: the moses.ini points to the whole table; give "
                               "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
         reader = open_shard(args, table_segments())
+    if args.weight == "auto" and args.moses_ini is None:
+        raise RerankError("--weight auto is the new score's weight in the moses.ini: give --moses-ini and "
+                          "--moses-ini-out")
+    if args.weight == "auto" and cluster is not None:
+        raise RerankError("--weight auto with --ray: the spread of the scores is measured where the table is "
+                          "scored; give a number")
     table = display_name(args.input)
     column = Column(channel=args.channel, per_word=args.per_word)
     # the table and its moses.ini appear together (a shard's manifest goes after its table)
@@ -144,9 +157,12 @@ def run(args: argparse.Namespace) -> int:
             ini = None
             if args.moses_ini is not None:
                 ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
-                                      args.weight)
+                                      0.0 if args.weight == "auto" else args.weight)
+                if args.weight == "auto" and args.table not in ini.weights():
+                    raise RerankError(f"--weight auto: {args.moses_ini} has no weights named {args.table}")
             if args.threads:
                 torch.set_num_threads(args.threads)
+            spread = Spread()
             scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
                                                        "precision": args.precision})
             if cluster is not None and num_scores is not None:
@@ -157,9 +173,9 @@ def run(args: argparse.Namespace) -> int:
                                        show_progress=not args.quiet, column=column)
             else:
                 scorer = Scorer.load(args.model, torch_device(args.device), scoring)
-                score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                                   show_progress=not args.quiet, count=reader is None, overlap=args.overlap,
-                                   column=column)
+                spread = score_phrase_table(entries, scorer, table=args.input, output=args.output,
+                                            encoding=args.encoding, show_progress=not args.quiet,
+                                            count=reader is None, overlap=args.overlap, column=column)
         if reader is not None:
             write_manifests(args, reader, {"output": "phrase table"})
             if first is None:
@@ -167,10 +183,19 @@ def run(args: argparse.Namespace) -> int:
         elif first is None:
             logger.warning("%s is empty: wrote an empty table", table)
         if ini is not None:
+            weight = args.weight
+            if weight == "auto":  # an empty table: train-model.perl's weight
+                deviations = spread.deviations()
+                old = MosesIni.read(args.moses_ini).weights()[args.table]
+                weight = spread_matched_weight(old, deviations) if len(deviations) else TRAIN_MODEL_WEIGHT
+                ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, weight)
+                logger.info("%s: the new score's ln spreads %s (sd over the lines), the others' %s: its weight %g",
+                            table, f"{deviations[-1]:.3g}" if len(deviations) else "nothing",
+                            " ".join(f"{d:.3g}" for d in deviations[:-1]), weight)
             ini.write(args.moses_ini_out)
             logger.info("%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out,
                         args.table, num_scores + 1 if num_scores is not None else "one more", column.describe(),
-                        args.weight, os.path.abspath(args.output))
+                        weight, os.path.abspath(args.output))
     return 0
 
 

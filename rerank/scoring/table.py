@@ -71,15 +71,54 @@ class Column:
 TARGET_GIVEN_SOURCE = Column()  # the whole pair's p(target | source), as Cho et al. (2014) scored it
 
 
+class Spread:
+    """The standard deviation over a table's lines of each score as Moses reads it, max(ln x, -100), the added
+    one last: what :func:`spread_matched_weight` needs."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.sums: np.ndarray | None = None
+        self.squares: np.ndarray | None = None
+
+    def add(self, scores: tuple[float, ...]) -> None:
+        values = np.array([max(math.log(x), MOSES_LOWEST_LOG) if x > 0 else MOSES_LOWEST_LOG for x in scores])
+        if self.sums is None or self.squares is None:
+            self.sums, self.squares = np.zeros_like(values), np.zeros_like(values)
+        self.count += 1
+        self.sums += values
+        self.squares += values * values
+
+    def deviations(self) -> np.ndarray:
+        """Each score's standard deviation (empty before the first line)."""
+        if self.sums is None or self.squares is None:
+            return np.zeros(0)
+        mean = self.sums / self.count
+        return np.sqrt(np.maximum(self.squares / self.count - mean * mean, 0.0))
+
+
+def spread_matched_weight(weights: tuple[float, ...], deviations: np.ndarray) -> float:
+    """The starting weight of the added score whose contribution spreads as much as an existing score's does on
+    average: mean(|w_i| sd_i) / sd_new over the table's ``weights`` (of its existing scores) and the scores'
+    ``deviations`` (the added one last); 0 where the added score does not vary. A column of ln p of whole
+    phrases spreads several times wider than Moses' scores, and a weight meant for those (train-model.perl's
+    0.2) lets it outweigh them all in the first decoding."""
+    if len(deviations) != len(weights) + 1:
+        raise ValueError(f"expected the deviations of {len(weights)} scores and the added one, got {len(deviations)}")
+    if deviations[-1] <= 0:
+        return 0.0
+    contribution = float(np.mean(np.abs(np.array(weights)) * deviations[:-1]))
+    return float(f"{contribution / deviations[-1]:.6g}")
+
+
 def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
                        output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
-                       count: bool = True, overlap: bool = True, column: Column = TARGET_GIVEN_SOURCE) -> None:
+                       count: bool = True, overlap: bool = True, column: Column = TARGET_GIVEN_SOURCE) -> Spread:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended
     (or the probability ``column`` names); with ``count``, the table's lines are counted first, for the
     progress bar. With ``overlap``, the entries are read, parsed and turned into ids by one thread and the
     scored lines formatted and written by another, while the model scores (:mod:`rerank.formats.pipeline`):
     the same bytes are written. A table read from stdin is read in the scoring thread (a thread blocked
-    reading a pipe cannot be stopped)."""
+    reading a pipe cannot be stopped). Returns the spread of the written scores."""
     appender = ScoreAppender(scorer, display_name(table), encoding, column)
     total = count_lines(table, encoding) if count and str(table) != STDIO else None
     progress = progress_bar("pairs", total, enabled=show_progress)
@@ -95,6 +134,7 @@ def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table:
                 writer.put((window, scorer.score_prepared(prepared)))
     logger.info("%s: %s; %s floored at exp(%g)", display_name(output), summary(progress),
                 counted(appender.floored, "value"), MOSES_LOWEST_LOG)
+    return appender.spread
 
 
 def table_moses_ini(moses_ini: str | os.PathLike[str], output_ini: str | os.PathLike[str], table_name: str,
@@ -144,6 +184,7 @@ class ScoreAppender:
         self.encoding = encoding
         self.column = column
         self.floored = 0
+        self.spread = Spread()  # of the scores of the lines appended so far
 
     def scored(self, entries: Iterable[PhraseEntry]) -> Iterator[list[PhraseEntry]]:
         """The entries with their new score, in order, a window of the scorer at a time (the windows of
@@ -171,7 +212,9 @@ class ScoreAppender:
                               got=f"ln p = {log_prob}: are the model weights broken?")
         value = self.column.value(entry, log_prob)
         self.floored += value < MOSES_LOWEST_LOG
-        return entry.with_score(phrase_table_value(value))
+        scored = entry.with_score(phrase_table_value(value))
+        self.spread.add(scored.scores)
+        return scored
 
 
 def phrase_table_value(log_prob: float) -> float:

@@ -14,7 +14,15 @@ from rerank.errors import FormatError, RerankError
 from rerank.formats.moses_ini import MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, read_phrase_table
 from rerank.scoring.pairs import Scorer, ScoringConfig
-from rerank.scoring.table import Column, ScoreAppender, phrase_table_value, score_phrase_table, table_moses_ini
+from rerank.scoring.table import (
+    Column,
+    ScoreAppender,
+    Spread,
+    phrase_table_value,
+    score_phrase_table,
+    spread_matched_weight,
+    table_moses_ini,
+)
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +134,16 @@ def test_a_per_word_column_divides_ln_p_by_the_target_words_and_end(scorer: Scor
     assert values == pytest.approx([math.exp(-6.0 / words[0]), math.exp(max(-300.0 / words[1], MOSES_LOWEST_LOG)),
                                     math.exp(-2.0 / words[2])])
     assert appender.floored == (300.0 / words[1] > 100)
+
+
+def test_the_spread_matched_weight_gives_the_new_score_the_mean_contribution() -> None:
+    spread = Spread()
+    for scores in [(0.5, 1.0, math.exp(-2.0)), (0.25, 0.0, math.exp(-10.0)), (1.0, 0.5, math.exp(-6.0))]:
+        spread.add(scores)  # a 0 reads as Moses' lowest, -100
+    logs = np.array([[math.log(0.5), 0.0, -2.0], [math.log(0.25), MOSES_LOWEST_LOG, -10.0], [0.0, math.log(0.5), -6.0]])
+    assert spread.deviations() == pytest.approx(logs.std(axis=0))
+    deviations = np.array([1.0, 2.0, 8.0])
+    assert spread_matched_weight((0.2, -0.1), deviations) == pytest.approx((0.2 * 1.0 + 0.1 * 2.0) / 2 / 8.0)
+    assert spread_matched_weight((0.2, 0.1), np.array([1.0, 2.0, 0.0])) == 0.0
+    with pytest.raises(ValueError, match="expected the deviations of 2 scores and the added one, got 2"):
+        spread_matched_weight((0.2, 0.1), np.array([1.0, 2.0]))
