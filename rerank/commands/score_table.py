@@ -39,7 +39,7 @@ from rerank.commands.arguments import (
     positive_float,
     positive_int,
 )
-from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
+from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT
 
 if TYPE_CHECKING:
     from rerank.scoring.ray_table import RayCluster
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.scoring.pairs import Scorer, ScoringConfig
-    from rerank.scoring.table import Column, Spread, score_phrase_table, spread_matched_weight, table_moses_ini
+    from rerank.scoring.table import Column, Spread, score_phrase_table, starting_weight, table_moses_ini
 
     check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
@@ -158,8 +158,6 @@ def run(args: argparse.Namespace) -> int:
             if args.moses_ini is not None:
                 ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
                                       0.0 if args.weight == "auto" else args.weight)
-                if args.weight == "auto" and args.table not in ini.weights():
-                    raise RerankError(f"--weight auto: {args.moses_ini} has no weights named {args.table}")
             if args.threads:
                 torch.set_num_threads(args.threads)
             spread = Spread()
@@ -184,14 +182,9 @@ def run(args: argparse.Namespace) -> int:
             logger.warning("%s is empty: wrote an empty table", table)
         if ini is not None:
             weight = args.weight
-            if weight == "auto":  # an empty table: train-model.perl's weight
-                deviations = spread.deviations()
-                old = MosesIni.read(args.moses_ini).weights()[args.table]
-                weight = spread_matched_weight(old, deviations) if len(deviations) else TRAIN_MODEL_WEIGHT
+            if weight == "auto":
+                weight = starting_weight(args.moses_ini, args.table, spread)
                 ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, weight)
-                logger.info("%s: the new score's ln spreads %s (sd over the lines), the others' %s: its weight %g",
-                            table, f"{deviations[-1]:.3g}" if len(deviations) else "nothing",
-                            " ".join(f"{d:.3g}" for d in deviations[:-1]), weight)
             ini.write(args.moses_ini_out)
             logger.info("%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out,
                         args.table, num_scores + 1 if num_scores is not None else "one more", column.describe(),

@@ -29,7 +29,7 @@ import numpy as np
 
 from rerank.errors import FormatError, RerankError, counted
 from rerank.formats.files import STDIO, atomic_output, count_lines, display_name
-from rerank.formats.moses_ini import MosesIni
+from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.shards import WHITESPACE, starts_table_segment
@@ -94,6 +94,21 @@ class Spread:
             return np.zeros(0)
         mean = self.sums / self.count
         return np.sqrt(np.maximum(self.squares / self.count - mean * mean, 0.0))
+
+
+def starting_weight(moses_ini: str | os.PathLike[str], table_name: str, spread: Spread) -> float:
+    """``score-table --weight auto``: :func:`spread_matched_weight` for the scores of ``table_name`` in
+    ``moses_ini`` and their ``spread`` over the scored table (train-model.perl's weight for an empty table)."""
+    deviations = spread.deviations()
+    if not len(deviations):
+        return TRAIN_MODEL_WEIGHT
+    weights = MosesIni.read(moses_ini).weights().get(table_name)
+    if weights is None:
+        raise RerankError(f"--weight auto: {moses_ini} has no weights named {table_name}")
+    weight = spread_matched_weight(weights, deviations)
+    logger.info("%s: the new score's ln spreads %.3g (sd over the lines), the others' %s: its weight %g",
+                table_name, deviations[-1], " ".join(f"{d:.3g}" for d in deviations[:-1]), weight)
+    return weight
 
 
 def spread_matched_weight(weights: tuple[float, ...], deviations: np.ndarray) -> float:

@@ -76,6 +76,7 @@ class DecoderTuning:
     iterations: int = 25  # decoder runs at most
     mert_moses: str | None = None  # mert-moses.pl: the baseline tuned by it too, from the same weights
     rescore: System | None = None  # a system whose runs' own n-best lists get every feature, re-tuned
+    column_weight: float | Literal["auto"] = 0.2  # each new column's starting weight (score-table --weight)
 
     def __post_init__(self) -> None:
         if not self.systems or not self.seeds:

@@ -47,7 +47,8 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
             before, start = start, out / system / ("moses.ini" if number == len(columns) else f"moses.{number}.ini")
             start.parent.mkdir(parents=True, exist_ok=True)
             table = out / system / ("phrase-table.gz" if number == len(columns) else f"phrase-table.{number}.gz")
-            add_column(c, steps, models[model], before, table, start, channel=model == "channel", per_word=per_word)
+            add_column(c, steps, models[model], before, table, start, channel=model == "channel", per_word=per_word,
+                       weight=route.column_weight)
         for seed in route.seeds:
             weights = out / system / f"seed{seed}.yaml"
             tuned_ini = weights.with_suffix(".moses.ini")
