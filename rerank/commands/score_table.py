@@ -2,11 +2,13 @@
 
 The new value, last in the scores field (field 3), is p(target | source) of the whole phrase pair,
 ``</s>`` included, by forced decoding with an RNN encoder-decoder or RNNsearch model (Cho et al.
-2014, Sec. 4.1). Moses reads max(ln x, -100) for each phrase-table score x, so the value is
-written as exp(ln p) floored at exp(-100) = 3.72008e-44: Moses reads about -100 for it, as it
-would have anyway, and the value is never 0, whose log is -inf for the other tools that read
-tables. Every other byte of each line stays as it was, and the lines keep their order. The
-table is streamed: memory stays flat whatever its size.
+2014, Sec. 4.1). With --channel the model is a target-to-source one (fr->en for an en->fr table) and
+the value is p(source | target), the other direction of Moses' own table; with --per-word it is the
+probability per scored word, p^(1/(n+1)) for n words and ``</s>``. Moses reads max(ln x, -100) for
+each phrase-table score x, so the value is written as exp(ln p) floored at exp(-100) = 3.72008e-44:
+Moses reads about -100 for it, as it would have anyway, and the value is never 0, whose log is -inf for
+the other tools that read tables. Every other byte of each line stays as it was, and the lines keep
+their order. The table is streamed: memory stays flat whatever its size.
 
 With several --model directories the value is the ensemble's p(target | source): exp of the mean of the
 models' ln p (the mean of their per-token log-probabilities, as `rerank translate --model A B C` searches
@@ -61,6 +63,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model directory written by rerank train; several: their ensemble's score, the mean of "
                              "their ln p (their vocabularies may differ; their directions may not)")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
+    parser.add_argument("--channel", action="store_true",
+                        help="the model translates the table's target language into its source language: the "
+                             "new column is p(source | target)")
+    parser.add_argument("--per-word", action="store_true",
+                        help="the probability per scored word, exp(ln p / (words + 1)), instead of the "
+                             "whole phrase's")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
     add_moses_ini_arguments(parser)
     speed = parser.add_argument_group("speed and memory")
@@ -100,9 +108,16 @@ def add_moses_ini_arguments(parser: argparse.ArgumentParser) -> None:
     ini.add_argument("--table", default="TranslationModel0", metavar="NAME",
                      help="the table's feature name in IN (default: %(default)s); in an old-format moses.ini, "
                           "its path as [ttable-file] gives it")
-    ini.add_argument("--weight", type=finite_float, default=TRAIN_MODEL_WEIGHT, metavar="W",
+    ini.add_argument("--weight", type=weight_argument, default=TRAIN_MODEL_WEIGHT, metavar="W",
                      help="initial weight of the new score, to be tuned (default: %(default)s, what "
-                          "train-model.perl gives each phrase-table score)")
+                          "train-model.perl gives each phrase-table score); 'auto': the weight whose "
+                          "contribution spreads over the table's lines as much as the table's other scores' do on "
+                          "average, mean(|w_i| sd_i) / sd_new")
+
+
+def weight_argument(text: str) -> float | str:
+    """An argparse type: a finite number, or ``auto``."""
+    return text if text == "auto" else finite_float(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.streams import peek
     from rerank.models.device import torch_device
     from rerank.scoring.pairs import EnsembleScorer, ScoringConfig
-    from rerank.scoring.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.table import Column, Spread, score_phrase_table, starting_weight, table_moses_ini
 
     check_moses_ini_options(args)
     if args.moses_ini is not None and args.output == STDIO:
@@ -130,7 +145,14 @@ def run(args: argparse.Namespace) -> int:
             raise RerankError("--moses-ini with --shard: the moses.ini points to the whole table; give "
                               "--moses-ini and --moses-ini-out to `rerank merge-shards`, which writes it")
         reader = open_shard(args, table_segments())
+    if args.weight == "auto" and args.moses_ini is None:
+        raise RerankError("--weight auto is the new score's weight in the moses.ini: give --moses-ini and "
+                          "--moses-ini-out")
+    if args.weight == "auto" and cluster is not None:
+        raise RerankError("--weight auto with --ray: the spread of the scores is measured where the table is "
+                          "scored; give a number")
     table = display_name(args.input)
+    column = Column(channel=args.channel, per_word=args.per_word)
     # the table and its moses.ini appear together (a shard's manifest goes after its table)
     with committed_together() if reader is None else contextlib.nullcontext():
         with reader.file_line_numbers() if reader is not None else contextlib.nullcontext():
@@ -140,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
             ini = None
             if args.moses_ini is not None:
                 ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output,
-                                      args.weight)
+                                      0.0 if args.weight == "auto" else args.weight)
             if args.threads:
                 torch.set_num_threads(args.threads)
+            spread = Spread()
             scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
                                                        "precision": args.precision})
             if cluster is not None and num_scores is not None:
@@ -150,11 +173,12 @@ def run(args: argparse.Namespace) -> int:
 
                 score_phrase_table_ray(args.input, args.model[0], output=args.output, cluster=cluster,
                                        num_scores=num_scores, scoring=scoring, encoding=args.encoding,
-                                       show_progress=not args.quiet)
+                                       show_progress=not args.quiet, column=column)
             else:
                 scorer = EnsembleScorer.load_all(args.model, torch_device(args.device), scoring)
-                score_phrase_table(entries, scorer, table=args.input, output=args.output, encoding=args.encoding,
-                                   show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
+                spread = score_phrase_table(entries, scorer, table=args.input, output=args.output,
+                                            encoding=args.encoding, show_progress=not args.quiet,
+                                            count=reader is None, overlap=args.overlap, column=column)
         if reader is not None:
             write_manifests(args, reader, {"output": "phrase table"})
             if first is None:
@@ -162,10 +186,14 @@ def run(args: argparse.Namespace) -> int:
         elif first is None:
             logger.warning("%s is empty: wrote an empty table", table)
         if ini is not None:
+            weight = args.weight
+            if weight == "auto":
+                weight = starting_weight(args.moses_ini, args.table, spread)
+                ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, weight)
             ini.write(args.moses_ini_out)
-            logger.info("%s: %s now has %s scores, the last weighted %g, read from %s", args.moses_ini_out,
-                        args.table, num_scores + 1 if num_scores is not None else "one more", args.weight,
-                        os.path.abspath(args.output))
+            logger.info("%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out,
+                        args.table, num_scores + 1 if num_scores is not None else "one more", column.describe(),
+                        weight, os.path.abspath(args.output))
     return 0
 
 

@@ -43,7 +43,7 @@ from rerank.models.checkpoint import load_model
 from rerank.models.device import torch_device
 from rerank.progress import progress_bar, summary
 from rerank.scoring.pairs import Scorer, ScoringConfig, windows
-from rerank.scoring.table import ScoreAppender
+from rerank.scoring.table import TARGET_GIVEN_SOURCE, Column, ScoreAppender
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class RayRun:
 def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLike[str], *,
                            output: str | os.PathLike[str], cluster: RayCluster, num_scores: int,
                            scoring: ScoringConfig | None = None, encoding: str = "utf-8",
-                           show_progress: bool = True) -> RayRun:
+                           show_progress: bool = True, column: Column = TARGET_GIVEN_SOURCE) -> RayRun:
     """Write ``table`` to ``output`` (atomically) with exp(ln p(target | source)) under ``model`` appended to
     each line, as :func:`~rerank.scoring.table.score_phrase_table` does, scored on ``cluster``; every line
     must have ``num_scores`` scores (the first line's). Returns what the run did."""
@@ -117,7 +117,7 @@ def score_phrase_table_ray(table: str | os.PathLike[str], model: str | os.PathLi
         workers = cluster.workers or default_workers(ray.cluster_resources(), cluster)
         logger.info("%s: scoring on %s of %g CPU%s%s each", name, counted(workers, "Ray worker"), cluster.cpus,
                     "" if cluster.cpus == 1 else "s", f" and {cluster.gpus:g} GPU" if cluster.gpus else "")
-        dataset = _pipeline(ray, table, model, cluster, workers, scoring, encoding, num_scores)
+        dataset = _pipeline(ray, table, model, cluster, workers, scoring, encoding, num_scores, column)
         progress = progress_bar("pairs", None, enabled=show_progress)
         run = RayRun(workers)
         with atomic_output(output, encoding) as out:
@@ -157,7 +157,7 @@ def default_workers(resources: dict[str, float], cluster: RayCluster) -> int:
 
 
 def _pipeline(ray: Any, table: str | os.PathLike[str], model: str | os.PathLike[str], cluster: RayCluster,
-              workers: int, scoring: ScoringConfig, encoding: str, num_scores: int) -> Any:
+              workers: int, scoring: ScoringConfig, encoding: str, num_scores: int, column: Column) -> Any:
     """The Ray Data pipeline: read the groups, score them on the actor pool, in table order."""
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
@@ -178,7 +178,8 @@ def _pipeline(ray: Any, table: str | os.PathLike[str], model: str | os.PathLike[
             num_gpus=cluster.gpus or None, **not_restarted(rows.map_batches),
             fn_constructor_kwargs={"model": os.path.abspath(model), "device": cluster.device,
                                    "threads": cluster.threads, "scoring": scoring, "table": display_name(table),
-                                   "encoding": encoding, "num_scores": num_scores})
+                                   "encoding": encoding, "num_scores": num_scores,
+                                   "column": column})
 
 
 def not_restarted(map_batches: Any) -> dict[str, int]:
@@ -291,9 +292,9 @@ class GroupScorer:
     """A Ray worker: loads the model once, then appends the score to the lines of each group it is given."""
 
     def __init__(self, model: str, device: str, threads: int, scoring: ScoringConfig, table: str, encoding: str,
-                 num_scores: int):
+                 num_scores: int, column: Column = TARGET_GIVEN_SOURCE):
         torch.set_num_threads(threads)
-        self.appender = ScoreAppender(Scorer.load(model, torch_device(device), scoring), table)
+        self.appender = ScoreAppender(Scorer.load(model, torch_device(device), scoring), table, column=column)
         self.table = table
         self.encoding = encoding
         self.num_scores = num_scores

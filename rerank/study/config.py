@@ -41,7 +41,29 @@ class MosesSystem:
             raise ValueError("moses.nbest_size: Moses decodes the lists: give moses.decoder too")
 
 
-System = Literal["baseline", "encdec", "rnnsearch"]  # a system of decoder_tuning: a model's phrase-table column
+# A system of decoder_tuning: "baseline" (moses.ini as it is), or its phrase-table columns joined by "+", each
+# a model of the study (COLUMN_MODELS; "channel" scores p(source | target)), "-per-word" after it for its per-word
+# form: "rnnsearch", "rnnsearch-per-word+channel-per-word".
+System = str
+COLUMN_MODELS = ("encdec", "rnnsearch", "channel")
+PER_WORD = "-per-word"
+
+
+def system_columns(system: System) -> tuple[tuple[str, bool], ...]:
+    """The phrase-table columns of a ``decoder_tuning`` system, in order: (model, per word) each; none for the
+    baseline. A ValueError names what is wrong with the name."""
+    if system == "baseline":
+        return ()
+    columns = []
+    for part in system.split("+"):
+        model = part.removesuffix(PER_WORD)
+        if model not in COLUMN_MODELS:
+            raise ValueError(f"decoder_tuning.systems: {system!r}: expected baseline or columns joined by +, each "
+                             f"one of {', '.join(COLUMN_MODELS)} (with {PER_WORD} for the per-word form), got {part!r}")
+        columns.append((model, part != model))
+    if len(set(columns)) < len(columns):
+        raise ValueError(f"decoder_tuning.systems: {system!r} names a column twice")
+    return tuple(columns)
 
 
 @dataclass(frozen=True)
@@ -49,17 +71,20 @@ class DecoderTuning:
     """Moses re-tuned on dev with Moses in the loop, and dev and test decoded with each run's weights (the
     phrase-table route): the system as it is and with each model's score as one more phrase-table column."""
 
-    systems: tuple[System, ...] = ("baseline", "encdec", "rnnsearch")  # baseline: moses.ini; a model: its column
+    systems: tuple[System, ...] = ("baseline", "encdec", "rnnsearch")  # baseline: moses.ini; else its columns
     seeds: tuple[int, ...] = (1, 2, 3)  # one tuning run (rerank tune --decoder) per system and seed
     nbest_size: int = 100  # Moses' n-best list (distinct) per iteration
     restarts: int = 20  # MERT's random restarts
     iterations: int = 25  # decoder runs at most
     mert_moses: str | None = None  # mert-moses.pl: the baseline tuned by it too, from the same weights
     rescore: System | None = None  # a system whose runs' own n-best lists get every feature, re-tuned
+    column_weight: float | Literal["auto"] = 0.2  # each new column's starting weight (score-table --weight)
 
     def __post_init__(self) -> None:
         if not self.systems or not self.seeds:
             raise ValueError("give at least one system and one seed")
+        for system in self.systems:
+            system_columns(system)
         if self.rescore is not None and self.rescore not in self.systems:
             raise ValueError(f"rescore: {self.rescore} is not one of the systems {list(self.systems)}")
         at_least(self, 1, "nbest_size", "restarts", "iterations")
@@ -144,6 +169,10 @@ class ExperimentConfig:
             raise ValueError(f"distill.nbest: expected at most beam ({self.beam}), got {self.distill.nbest}")
         if self.decoder_tuning is not None and self.moses.decoder is None:
             raise ValueError("decoder_tuning runs Moses: give moses.decoder")
+        for system in self.decoder_tuning.systems if self.decoder_tuning is not None else ():
+            if self.channel is None and any(model == "channel" for model, _ in system_columns(system)):
+                raise ValueError(f"decoder_tuning.systems: {system!r} has a channel column: give channel, a "
+                                 "target-to-source training config or model directory")
         if not self.rescoring and self.decoder_tuning is None:
             raise ValueError("rescoring: false leaves nothing to run without decoder_tuning")
         unlisted = [name for name, split in (("dev", self.dev), ("test", self.test)) if split.nbest is None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rerank.formats.files import committed_together
-from rerank.study.config import ExperimentConfig
+from rerank.study.config import ExperimentConfig, system_columns
 from rerank.study.runner import Timing, write_file
 
 if TYPE_CHECKING:
@@ -144,21 +144,33 @@ class RouteResults:
 def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
     """The phrase-table route's table: each system's dev and test BLEU (mean ± sd over the tuning runs), the test
     BLEU of each run, and each run's dev BLEU per iteration (the decoder's output with that iteration's weights)."""
-    titles = {"moses.ini": "Moses, the weights of moses.ini", "baseline": "Moses, re-tuned with Moses in the loop",
-              "encdec": "+ encoder-decoder score in the phrase table, re-tuned",
-              "rnnsearch": "+ RNNsearch score in the phrase table, re-tuned",
-              "mert-moses.pl": "Moses, re-tuned by mert-moses.pl"}
     lines = ["| system | dev BLEU | test BLEU | test per run | dev BLEU per iteration, per run | tuned BLEU per "
              "iteration, per run |", "|---|---|---|---|---|---|"]
     for system, runs in results.runs.items():
-        title = titles.get(system) or f"{titles[system.split('+')[0]]}, its n-best lists rescored with every " \
-                                      "feature and re-tuned"
+        title = route_title(system.removesuffix(RESCORED))
+        if system.endswith(RESCORED):
+            title += ", its n-best lists rescored with every feature and re-tuned"
         per_run = " / ".join(f"{run.test:.2f}" for run in runs) if len(runs) > 1 else ""
         iterations, tuned = (" / ".join(", ".join(f"{b:.2f}" for b in values) for values in column if values)
                              for column in ([r.iterations for r in runs], [r.tuned for r in runs]))
         lines.append(f"| {title} | {mean_spread([r.dev for r in runs])} | {mean_spread([r.test for r in runs])} | "
                      f"{per_run} | {iterations} | {tuned} |")
     return lines
+
+
+RESCORED = "+rescored"  # after a system's name: its runs' own n-best lists, rescored
+COLUMN_TITLES = {"encdec": "encoder-decoder p(target | source)", "rnnsearch": "RNNsearch p(target | source)",
+                 "channel": "p(source | target) of the target-to-source model"}
+
+
+def route_title(system: str) -> str:
+    """The row title of a system of the phrase-table route (see :func:`~rerank.study.config.system_columns`)."""
+    titles = {"moses.ini": "Moses, the weights of moses.ini", "baseline": "Moses, re-tuned with Moses in the loop",
+              "mert-moses.pl": "Moses, re-tuned by mert-moses.pl"}
+    if system in titles:
+        return titles[system]
+    columns = [COLUMN_TITLES[model] + (" per word" if per_word else "") for model, per_word in system_columns(system)]
+    return f"+ {' and '.join(columns)} in the phrase table, re-tuned"
 
 
 def route_summary(results: RouteResults) -> dict[str, object]:
@@ -244,7 +256,7 @@ class Report:
                        f"standard deviation over the runs (seeds {', '.join(map(str, route.seeds))}).", "",
                        *route_table(self.config, results), ""]
         self.tuned_systems = self.tuned_systems or [(system, runs[0].test_output) for system, runs in
-                                                    results.runs.items() if "+" not in system]
+                                                    results.runs.items() if not system.endswith(RESCORED)]
         self.data["decoder_tuning"] = route_summary(results)
 
     def write(self, timings: dict[str, Timing], total: Timing) -> Path:

@@ -10,10 +10,10 @@ import shlex
 from pathlib import Path
 
 from rerank.config import load_yaml, with_overrides
-from rerank.study.config import DecoderTuning, ExperimentConfig
+from rerank.study.config import DecoderTuning, ExperimentConfig, system_columns
 from rerank.study.lists import SPLITS, Scoring
 from rerank.study.moses import add_column, decode
-from rerank.study.report import RouteResults, Run, bleu
+from rerank.study.report import RESCORED, RouteResults, Run, bleu
 from rerank.study.row_tuning import apply
 from rerank.study.runner import StepRunner
 from rerank.study.steps import tune_on_nbest, tune_with_decoder, tuning_work_dir
@@ -42,10 +42,13 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
     results.runs["moses.ini"] = [Run(dev, test, str(out / "moses.ini.test.1best"))]
     for system in route.systems:
         start = ini
-        if system != "baseline":
-            start = out / system / "moses.ini"
+        columns = system_columns(system)
+        for number, (model, per_word) in enumerate(columns, 1):  # each column added to the table before it
+            before, start = start, out / system / ("moses.ini" if number == len(columns) else f"moses.{number}.ini")
             start.parent.mkdir(parents=True, exist_ok=True)
-            add_column(c, steps, models[system], ini, out / system / "phrase-table.gz", start)
+            table = out / system / ("phrase-table.gz" if number == len(columns) else f"phrase-table.{number}.gz")
+            add_column(c, steps, models[model], before, table, start, channel=model == "channel", per_word=per_word,
+                       weight=route.column_weight)
         for seed in route.seeds:
             weights = out / system / f"seed{seed}.yaml"
             tuned_ini = weights.with_suffix(".moses.ini")
@@ -74,7 +77,7 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
                 dev, test, str(out / system / f"seed{seed}.test.1best"),
                 tuple(float(r["decoder_bleu"]) for r in records), tuple(float(r["tuned_bleu"]) for r in records)))
             if rescore:
-                results.runs.setdefault(f"{system}+rescored", []).append(
+                results.runs.setdefault(f"{system}{RESCORED}", []).append(
                     rescore_run(c, steps, score, features, out / system, seed, weights, route))
     if route.mert_moses:
         results.runs["mert-moses.pl"] = [mert_moses(c, steps, ini, out / "mert-moses", route)]

@@ -83,18 +83,23 @@ def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> Non
 
 
 def score_table_file(table: str, output: Path, model: Path, device: str, ini: Path, output_ini: Path,
-                     weight: float) -> None:
-    """``rerank score-table --moses-ini``: the table with the model's score appended, and its moses.ini."""
+                     weight: float | str, channel: bool = False, per_word: bool = False) -> None:
+    """``rerank score-table --moses-ini [--channel] [--per-word] [--weight W|auto]``: the table with the model's
+    score appended, and its moses.ini."""
     from rerank.models.device import torch_device
     from rerank.scoring.pairs import Scorer
-    from rerank.scoring.table import score_phrase_table, table_moses_ini
+    from rerank.scoring.table import Column, score_phrase_table, starting_weight, table_moses_ini
 
     with committed_together():
         first, entries = peek(read_phrase_table(table))
         scores = len(first.scores) if first is not None else None
-        scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output, weight)
-        score_phrase_table(entries, Scorer.load(str(model), torch_device(device)), table=table, output=output,
-                           show_progress=False)
+        scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output,
+                                     0.0 if weight == "auto" else float(weight))
+        spread = score_phrase_table(entries, Scorer.load(str(model), torch_device(device)), table=table, output=output,
+                                    show_progress=False, column=Column(channel=channel, per_word=per_word))
+        if weight == "auto":
+            scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output,
+                                         starting_weight(ini, "TranslationModel0", spread))
         scored_ini.write(output_ini)
 
 

@@ -15,6 +15,7 @@ from helpers import content, leftovers
 from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
+from rerank.formats.moses_ini import MosesIni
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.batching import pad, to_ids
 from rerank.models.checkpoint import load_model
@@ -114,6 +115,29 @@ def test_an_ensemble_appends_the_mean_of_its_models_ln_p(table: Path, model_dir:
     assert code == 2 and "--ray scores with one model" in err
 
 
+@pytest.mark.parametrize("per_word", [False, True])
+def test_channel_appends_p_source_given_target_and_keeps_every_other_byte(table: Path, tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str],
+                                                                         per_word: bool) -> None:
+    entries = list(read_phrase_table(table))  # a French->English model: it reads the targets, scores the sources
+    src_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
+    trg_vocab = Vocabulary.build((e.source.split() for e in entries), 150)
+    model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), seed=5, dtype=torch.float32)
+    channel = save_model_dir(tmp_path / "channel", model, src_vocab, trg_vocab)
+    out = tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", channel, "--channel",
+                        *(["--per-word"] if per_word else []), "--threads", 1], capsys)
+    assert code == 0, err
+    before = content(table).decode().splitlines()
+    after = gzip.decompress(out.read_bytes()).decode().splitlines()
+    values = np.log([split_added(old, new) for old, new in zip(before, after, strict=True)])
+    swapped = [(line.split(SEPARATOR)[1], line.split(SEPARATOR)[0]) for line in before]
+    want = reference_log_probs(channel, swapped)  # ln p(source phrase | target phrase)
+    if per_word:
+        want /= np.array([len(source.split()) + 1 for _, source in swapped])
+    np.testing.assert_allclose(values, want, rtol=0, atol=1e-4)
+
+
 def test_precision_fp32_is_the_default_byte_for_byte_and_int8_is_near_it(table: Path, model_dir: Path,
                                                                          tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,6 +186,26 @@ def test_moses_ini_gains_one_feature_one_weight_and_the_new_path(table: Path, mo
         f"PhraseDictionaryMemory name=TranslationModel0 num-features=5 path={out} input-factor=0 output-factor=0",
         "TranslationModel0= 0.126263 0.0567749 0.12818 0.0607768 0.3"])
     assert all(len(line.split(SEPARATOR)[2].split()) == 5 for line in content(out).decode().splitlines())
+
+
+def test_weight_auto_matches_the_new_scores_spread_to_the_others(table: Path, model_dir: Path,
+                                                                 multi30k_slice: dict[str, Path], tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    ini, ini_out, out = multi30k_slice["moses_ini"], tmp_path / "moses.ini", tmp_path / "scored.gz"
+    code, _, err = run(["score-table", table, "-o", out, "--model", model_dir, "--moses-ini", ini,
+                        "--moses-ini-out", ini_out, "--weight", "auto", "--threads", 1], capsys)
+    assert code == 0, err
+    scores = np.array([[max(math.log(float(x)), -100.0) for x in line.split(SEPARATOR)[2].split()]
+                       for line in content(out).decode().splitlines()])
+    deviations = scores.std(axis=0)
+    weights = (0.126263, 0.0567749, 0.12818, 0.0607768)  # the slice's moses.ini
+    want = np.mean(np.abs(weights) * deviations[:-1]) / deviations[-1]
+    written = MosesIni.read(ini_out).weights()["TranslationModel0"]
+    assert written[:4] == weights and written[4] == pytest.approx(want, rel=1e-5)
+    assert f"weighted {written[4]:g}" in err
+    code, _, err = run(["score-table", table, "-o", tmp_path / "x.gz", "--model", model_dir, "--weight", "auto"],
+                       capsys)
+    assert code == 2 and "--weight auto is the new score's weight in the moses.ini: give --moses-ini" in err
 
 
 @pytest.mark.parametrize("options,message", [

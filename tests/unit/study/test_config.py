@@ -10,7 +10,7 @@ import yaml
 
 from rerank.config import from_dict
 from rerank.errors import ConfigError
-from rerank.study.config import ExperimentConfig, load_experiment
+from rerank.study.config import ExperimentConfig, load_experiment, system_columns
 
 BASE: dict[str, object] = {
     "output_dir": "run", "encdec": "encdec.yaml", "rnnsearch": "rnnsearch.yaml",
@@ -42,6 +42,16 @@ def test_an_experiment_reads_with_its_sections(tmp_path: Path) -> None:
     ({"decoder_tuning": {"systems": []}, "moses": {"ini": "i", "language_model": "l", "decoder": "moses"}},
      "give at least one system and one seed"),
     ({"length_penalty": "long"}, r"length_penalty'?: expected one of 'none', 'average', 'wu'"),
+    ({"decoder_tuning": {"systems": ["rnnsearch+cslm"]}, "moses": {"ini": "i", "language_model": "l",
+                                                                    "decoder": "moses"}},
+     r"decoder_tuning.systems: 'rnnsearch\+cslm': expected baseline or columns joined by \+, each one of encdec, "
+     r"rnnsearch, channel \(with -per-word for the per-word form\), got 'cslm'"),
+    ({"decoder_tuning": {"systems": ["rnnsearch+rnnsearch"]}, "moses": {"ini": "i", "language_model": "l",
+                                                                         "decoder": "moses"}},
+     r"'rnnsearch\+rnnsearch' names a column twice"),
+    ({"decoder_tuning": {"systems": ["rnnsearch+channel"]}, "moses": {"ini": "i", "language_model": "l",
+                                                                       "decoder": "moses"}},
+     r"decoder_tuning.systems: 'rnnsearch\+channel' has a channel column: give channel"),
 ])
 def test_what_cannot_run_is_refused(settings: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=rf"^experiment.yaml: .*{message}"):
@@ -53,3 +63,12 @@ def test_the_ensembles_seeds_need_a_config_to_train(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ensemble_seeds trains the rnnsearch config with other seeds"):
         from_dict(ExperimentConfig, settings, "experiment.yaml")
     assert from_dict(ExperimentConfig, {**settings, "rnnsearch": "rnnsearch.yaml"}).ensemble_seeds == (2,)
+
+
+def test_a_systems_columns_in_order_each_with_its_form() -> None:
+    assert system_columns("baseline") == ()
+    assert system_columns("rnnsearch-per-word+channel") == (("rnnsearch", True), ("channel", False))
+    settings = {**BASE, "channel": "fr-en.yaml", "moses": {"ini": "i", "language_model": "l", "decoder": "moses"},
+                "decoder_tuning": {"systems": ["baseline", "rnnsearch+channel-per-word"]}}
+    config = from_dict(ExperimentConfig, settings)
+    assert config.decoder_tuning is not None and config.decoder_tuning.systems[1] == "rnnsearch+channel-per-word"

@@ -17,6 +17,7 @@ from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
 from rerank.formats.nbest import read_nbest
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.models.vocab import Vocabulary
+from rerank.scoring.table import Spread, spread_matched_weight
 from rerank.study.config import ExperimentConfig, MosesSystem, Split
 from rerank.study.moses import add_column, decode, decoding_ini, phrase_table_of, placeholder_ini
 from rerank.study.runner import StepRunner
@@ -122,6 +123,15 @@ def test_a_models_column_and_the_moses_ini_that_reads_it(sample: dict[str, Path]
     feature = written.feature("TranslationModel0")
     assert (feature.args["num-features"], feature.args["path"]) == ("5", str(table))
     assert written.weights()["TranslationModel0"][4] == TRAIN_MODEL_WEIGHT
+    per_word, per_word_ini = steps.out / "per-word" / "phrase-table.gz", steps.out / "per-word" / "moses.ini"
+    add_column(config, steps, model, ini, per_word, per_word_ini, per_word=True, weight="auto")
+    assert commands(steps)[-1] == (f"rerank score-table {sample['table']} -o {per_word} --model {model} --per-word "
+                                   f"--moses-ini {ini} --moses-ini-out {per_word_ini} --weight auto")
+    spread = Spread()
+    for entry in read_phrase_table(per_word):
+        spread.add(entry.scores)
+    assert MosesIni.read(per_word_ini).weights()["TranslationModel0"][4] == \
+        spread_matched_weight(MosesIni.read(ini).weights()["TranslationModel0"], spread.deviations()) > 0
 
 
 @needs_moses

@@ -17,6 +17,7 @@ import sacrebleu
 from rerank.study.config import DecoderTuning, ExperimentConfig, MosesSystem, Split
 from rerank.study.lists import Scoring
 from rerank.study.moses import placeholder_ini
+from rerank.study.report import route_title
 from rerank.study.route import mert_bleu, moses_decoder, run_route
 from rerank.study.runner import StepRunner
 
@@ -95,3 +96,28 @@ def test_a_run_of_the_route_with_moses_in_the_loop(tmp_path: Path) -> None:
     tune = next(line for line in lines if line.startswith("rerank tune"))
     assert shlex.split(tune)[:9] == ["rerank", "tune", "--source", config.dev.source, "-r", config.dev.reference,
                                      "--moses-ini", str(steps.out / "moses.decode.ini"), "-o"]
+
+
+@pytest.mark.skipif(not os.access(MOSES, os.X_OK), reason=f"the Moses decoder not found in {MOSES.parent}")
+def test_a_system_of_two_columns_adds_them_in_order(tmp_path: Path) -> None:
+    route = DecoderTuning(systems=("rnnsearch+channel-per-word",), seeds=(1,), nbest_size=5, restarts=2, iterations=1)
+    config = experiment(tmp_path, str(MOSES), decoder_tuning=route, channel="channel")
+    steps = StepRunner(config.output_dir)
+    model = REPO / "examples" / "models" / "rnnsearch"  # as the channel model too: its column is still a column
+    results = run_route(config, steps, placeholder_ini(config, steps), {"rnnsearch": model, "channel": model},
+                        Scoring(steps), steps.out / "unused.yaml")
+    assert list(results.runs) == ["moses.ini", "rnnsearch+channel-per-word"]
+    out = steps.out / "decoder-tuning" / "rnnsearch+channel-per-word"
+    first, both = (gzip.open(out / name, "rt", encoding="utf-8").read().splitlines()
+                   for name in ("phrase-table.1.gz", "phrase-table.gz"))
+    assert len(first) == len(both) > 0
+    for one, two in zip(first, both, strict=True):  # the second column appended to the first one's table
+        assert two.split(" ||| ")[2].startswith(one.split(" ||| ")[2].rstrip() + " ")
+        assert len(two.split(" ||| ")[2].split()) == 6
+    scored = [shlex.split(line) for line in steps.commands.read_text(encoding="utf-8").splitlines()
+              if line.startswith("rerank score-table")]
+    assert ["--channel", "--per-word"] == [flag for flag in scored[1] if flag in ("--channel", "--per-word")]
+    assert not {"--channel", "--per-word"} & set(scored[0])
+    assert route_title("rnnsearch+channel-per-word") == ("+ RNNsearch p(target | source) and p(source | target) of "
+                                                         "the target-to-source model per word in the phrase table, "
+                                                         "re-tuned")
