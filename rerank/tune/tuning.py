@@ -23,7 +23,7 @@ from rerank.errors import FormatError, RerankError
 from rerank.formats.files import read_text
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
-from rerank.formats.weights import as_weights, load_weights
+from rerank.formats.weights import WeightsFile, as_weights, read_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.crossval import (
     Choice,
@@ -72,15 +72,15 @@ class Tuning:
     """The references and the starting weights of one tuning run (see the module docstring)."""
 
     def __init__(self, references: Sequence[str | os.PathLike[str]], config: TuneConfig,
-                 init: str | os.PathLike[str] | None = None):
+                 init: str | os.PathLike[str] | WeightsFile | None = None):
         check_optimizer(config.optimizer, "the tuning config")
         self.config = config
         self.reference_names = [str(path) for path in references]
         self.references = read_references(references)
         self.bleu = BleuStatistics(self.references, tokenize=config.bleu.tokenize, lowercase=config.bleu.lowercase)
         self.pool = NBestPool(self.bleu, reference_name=self.reference_names[0])
-        self.init = init
-        self.initial = load_weights(init) if init is not None else {}
+        self.init = read_weights(init) if init is not None and not isinstance(init, WeightsFile) else init
+        self.initial = self.init.weights if self.init is not None else {}
 
     def start(self, layout: FeatureLayout) -> np.ndarray:
         """The starting weights as a vector for ``layout``; without any, 0 (each sentence's first hypothesis)."""
