@@ -221,7 +221,8 @@ def committed_together() -> Iterator[None]:
         yield
         return
     pending: list[tuple[Path, Path, str]] = []
-    token = _PENDING.set(pending)
+    notes: list[tuple[str, Callable[[], None]]] = []
+    tokens = _PENDING.set(pending), _NOTES.set(notes)
     try:
         yield
     except BaseException:
@@ -230,24 +231,52 @@ def committed_together() -> Iterator[None]:
                 os.unlink(tmp)
         raise
     finally:
-        _PENDING.reset(token)
-    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs
+        _PENDING.reset(tokens[0])
+        _NOTES.reset(tokens[1])
+    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs, and
+    # for the notes of what was written, so that what is said to be written is there
     held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)
     try:
+        written: list[str] = []
         for i, (tmp, target, name) in enumerate(pending):
             try:
                 _commit(tmp, target, name)
-            except BaseException:
+            except BaseException as e:
                 for later, _, _ in pending[i + 1:]:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(later)
+                _say_written(notes, written)
+                if written and isinstance(e, RerankError):
+                    raise RerankError(f"{e}; {', '.join(written)} {'was' if len(written) == 1 else 'were'} written, "
+                                      "the other outputs not") from None
                 raise
+            written.append(name)
+        _say_written(notes, written)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def when_written(path: str | os.PathLike[str], note: Callable[[], None]) -> None:
+    """Call ``note`` (which says that ``path`` was written) once the atomic output ``path`` is in place: at once,
+    or, inside :func:`committed_together`, when its renames have made it; never for a file that is not there (an
+    error or a signal before the renames). Call it after the write (a stream is written at once)."""
+    pending, notes = _PENDING.get(), _NOTES.get()
+    if pending is None or notes is None or str(path) not in {name for _, _, name in pending}:
+        note()
+    else:
+        notes.append((str(path), note))
+
+
+def _say_written(notes: list[tuple[str, Callable[[], None]]], written: list[str]) -> None:
+    for name, note in notes:
+        if name in written:
+            note()
+
+
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
     "rerank_pending_outputs", default=None)
+_NOTES: contextvars.ContextVar[list[tuple[str, Callable[[], None]]] | None] = contextvars.ContextVar(
+    "rerank_pending_notes", default=None)
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 UNWINDING_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # rerank unwinds on these (see rerank.cli)
 
@@ -553,16 +582,44 @@ def check_output_directory(path: str | os.PathLike[str], what: str, inputs: Iter
 
 def save_torch(state: object, path: str | os.PathLike[str]) -> None:
     """``torch.save`` of ``state`` as an atomic output (:func:`atomic_binary_output`): a kill never leaves half
-    an archive, and a write that fails (a full disk) is a :class:`~rerank.errors.RerankError` naming ``path``."""
+    an archive, and a write that fails (a full disk, a file too large, an I/O error) is a
+    :class:`~rerank.errors.RerankError` naming ``path`` and the system's reason, as every other output's."""
     import torch
 
-    try:
-        with atomic_binary_output(path) as out:
-            torch.save(state, out)
-    except RuntimeError as e:  # torch's archive writer reports a failed write so
-        if "writ" not in str(e):
+    with atomic_binary_output(path) as out:
+        writer = _FailureKept(out)
+        try:
+            torch.save(state, cast(BinaryIO, writer))
+        except RuntimeError as e:  # torch's archive writer reports a failed write so, its cause lost
+            if writer.failure is None and "writ" not in str(e):
+                raise
+            reason = writer.failure.strerror if writer.failure is not None else None
+            raise RerankError(f"{path}: cannot write: {reason or str(e).splitlines()[0]}") from None
+        if writer.failure is not None:
+            raise RerankError(f"{path}: cannot write: {writer.failure.strerror}")
+
+
+class _FailureKept:
+    """A binary stream that keeps the :class:`OSError` of a failed write (torch's archive writer turns it into a
+    ``RuntimeError`` without the system's reason: "unexpected pos 704 vs 598")."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.stream.write(data)
+        except OSError as e:
+            self.failure = self.failure or e
             raise
-        raise RerankError(f"{path}: cannot write: {str(e).splitlines()[0]}") from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as e:
+            self.failure = self.failure or e
+            raise
 
 
 def _stat(path: Path) -> os.stat_result | None:

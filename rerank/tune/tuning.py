@@ -20,7 +20,7 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import read_text
+from rerank.formats.files import read_text, when_written
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.weights import WeightsFile, as_weights, read_weights
@@ -163,7 +163,7 @@ def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike[str
     if extra:
         logger.warning("%s has no weights for %s: they are only in the YAML weights", ini.path, ", ".join(extra))
     ini.with_weights({label: values for label, values in weights.items() if label in known}).write(path)
-    logger.info("wrote %s", path)
+    when_written(path, lambda: logger.info("wrote %s", path))  # inside committed_together: once it is there
 
 
 def write_cv_report(result: TuneResult, path: str | os.PathLike[str]) -> None:
