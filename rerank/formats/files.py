@@ -519,6 +519,10 @@ def _directory_written(path: str | os.PathLike[str], target: Path, parent: Path,
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         yield work
         _commit_directory(work, target, what, replaceable)
+    except RerankError as e:  # a file of the new directory that could not be written: named where the user looks
+        if str(work) not in str(e):
+            raise
+        raise RerankError(f"{str(e).replace(str(work), str(target))}; nothing was kept") from None
     except OSError as e:
         where = f" ({Path(e.filename).name})" if e.filename else ""
         reason = e.strerror or f"a write stopped short ({e}): is the disk full?"
