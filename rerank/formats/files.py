@@ -691,8 +691,11 @@ def claim(path: str | os.PathLike[str], name: str) -> None:
 
 def lock_file(path: str | os.PathLike[str]) -> Path:
     """The lock file of the output ``path``: ``.NAME.lock`` beside the file or directory it names (its symbolic
-    links followed, so that every name of one output has one lock)."""
+    links followed, so that every name of one output has one lock); an existing directory in a directory that
+    cannot be written (a user's directory in a shared one) has it inside, as ``.rerank.lock``."""
     target = Path(os.path.realpath(path))
+    if target.is_dir() and not os.access(target.parent, os.W_OK | os.X_OK):
+        return target / f".rerank{LOCK_SUFFIX}"
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
 
