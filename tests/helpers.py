@@ -1,13 +1,17 @@
 """Plain helpers for the tests: reading and writing files, finding what an atomic write left behind, a tiny
-language model and a truncated one, hypotheses without their source, and hand-made and random tuning lists."""
+language model and a truncated one, hypotheses without their source, hand-made and random tuning lists, and another
+run holding an output's lock."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import math
 import re
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -170,3 +174,18 @@ def assert_resumes_mid_epoch(run: Callable[[str, int], Path]) -> None:
     resumed, whole = load_state(run("stopped", 30))["model"], load_state(run("whole", 30))["model"]
     for key, value in whole.items():
         assert torch.equal(resumed[key], value), key
+
+
+@contextlib.contextmanager
+def another_run_writing(output: Path, command: str) -> Iterator[subprocess.Popen[str]]:
+    """Another process, a run of ``command``, that holds the lock of ``output`` (a file or a directory) for the
+    block, as a command writing it does."""
+    code = ("import sys\nfrom rerank.formats.files import one_run, claim\n"
+            f"with one_run({command!r}):\n    claim({str(output)!r}, 'the output')\n"
+            "    print('held', flush=True)\n    sys.stdin.read()\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "held\n"
+        yield process
+    finally:
+        process.communicate("")

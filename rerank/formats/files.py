@@ -480,11 +480,12 @@ def make_output_dir(path: str | os.PathLike[str], what: str, claimed: bool = Tru
     if directory.exists() and not directory.is_dir():
         raise RerankError(f"{what} {path}: it is a file, not a directory")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        if claimed:  # before the directory is made: a run refused makes nothing
+            claim(directory, f"{what} {path}")
+        directory.mkdir(exist_ok=True)
     except OSError as e:
         raise RerankError(f"{what} {path}: cannot make the directory: {e.strerror}") from None
-    if claimed:
-        claim(directory, f"{what} {path}")
     return directory
 
 

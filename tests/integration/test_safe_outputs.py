@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import leftovers
+from helpers import another_run_writing, leftovers
 from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
@@ -332,6 +332,25 @@ def test_two_tunings_writing_one_pair_of_outputs_the_second_is_refused(regressio
     tuned = load_weights(weights)
     assert MosesIni.read(ini).weights()["lm"] == pytest.approx(tuned["lm"], rel=1e-9)  # one run's pair
     assert sorted(p.name for p in tmp_path.iterdir()) == ["init", "t.ini", "t.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["cut-nbest", "average", "prepare", "experiment"])
+def test_every_kind_of_output_is_refused_while_another_run_writes_it(kind: str, nbest: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A file (``-o``), a model directory (``average``), prepared data (``prepare``) and a study's output_dir
+    (``experiment``): each refused before any work while another run holds it, with the line that names that run."""
+    out = tmp_path / "out"
+    argv = {"cut-nbest": ["cut-nbest", str(nbest), "-n", "1", "-o", str(out)],
+            "average": ["average", str(_averageable(tmp_path / "m")), str(out), "--last", "2"],
+            "prepare": ["prepare", str(DATA / "toy.en"), str(DATA / "toy.fr"), "-o", str(out)],
+            "experiment": ["experiment", str(REPO / "configs/experiments/sample.yaml"), "--output-dir", str(out)]}[kind]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with another_run_writing(out, "rerank train --config a.yaml") as first:
+        assert main(["-q", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write: another run is writing it (rerank train --config a.yaml: pid " in err
+    assert f"pid {first.pid} on " in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no lock file left
 
 
 # -- a full disk while torch writes

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import content, leftovers
+from helpers import another_run_writing, content, leftovers
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import (
@@ -166,29 +166,16 @@ def _umask() -> int:
 # -- one run per output
 
 
-def _locking_process(output: Path, command: str) -> subprocess.Popen[str]:
-    """Another process that holds ``output``'s lock until its stdin closes (it prints "held" once it has it)."""
-    code = ("import sys\nfrom rerank.formats.files import one_run, claim\n"
-            f"with one_run({command!r}):\n    claim({str(output)!r}, '--output x')\n"
-            "    print('held', flush=True)\n    sys.stdin.read()\n")
-    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdout.readline() == "held\n"
-    return process
-
-
 def test_a_second_run_on_one_output_is_refused_naming_the_first(tmp_path: Path) -> None:
     out = tmp_path / "t.yaml"
-    first = _locking_process(out, "rerank tune -o t.yaml")
-    try:
+    with another_run_writing(out, "rerank tune -o t.yaml") as first:
         assert lock_file(out) == tmp_path / ".t.yaml.lock"
         with pytest.raises(RerankError) as refused, one_run("rerank tune -o t.yaml --seed 2"):
             check_outputs([("--output", str(out))])
-        message = str(refused.value)
-        assert message.startswith(f"--output {out}: cannot write: another run is writing it (rerank tune -o t.yaml: "
-                                  f"pid {first.pid} on ")
-        assert "wait for it to end, or give another output" in message and "\n" not in message
-    finally:
-        first.communicate("")
+    message = str(refused.value)
+    assert message.startswith(f"--output {out}: cannot write: another run is writing it (rerank tune -o t.yaml: "
+                              f"pid {first.pid} on ")
+    assert "wait for it to end, or give another output" in message and "\n" not in message
     with one_run("rerank tune -o t.yaml"):  # the first has ended: its lock with it
         check_outputs([("--output", str(out))])
         assert lock_file(out).exists()
@@ -197,9 +184,9 @@ def test_a_second_run_on_one_output_is_refused_naming_the_first(tmp_path: Path) 
 
 def test_a_killed_run_leaves_no_lock_behind_that_blocks(tmp_path: Path) -> None:
     out = tmp_path / "w.yaml"
-    first = _locking_process(out, "rerank apply")
-    first.kill()
-    first.wait()
+    with another_run_writing(out, "rerank apply") as first:
+        first.kill()
+        first.wait()
     assert lock_file(out).exists()  # its file stays, but the kernel's lock ended with the process
     with one_run("rerank apply"):
         check_outputs([("--output", str(out))])
@@ -222,12 +209,9 @@ def test_a_run_takes_its_own_lock_again_and_streams_need_none(tmp_path: Path) ->
 def test_two_names_of_one_output_share_its_lock(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     os.symlink("real", tmp_path / "link")
-    first = _locking_process(tmp_path / "real" / "o.txt", "rerank cut-nbest")
-    try:
+    with another_run_writing(tmp_path / "real" / "o.txt", "rerank cut-nbest"):
         with pytest.raises(RerankError, match="another run is writing it"), one_run("rerank cut-nbest"):
             check_outputs([("--output", str(tmp_path / "link" / "o.txt"))])
-    finally:
-        first.communicate("")
 
 
 # -- torch's archives on a full disk
