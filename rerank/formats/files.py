@@ -2,13 +2,15 @@
 suffix), ``-`` for stdin/stdout, and the one output layer of every command: outputs checked before
 the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to, a
 descriptor named through /proc written in place), written atomically with their modes kept
-(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`),
+(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`) and said
+written only once they are there (:func:`when_written`),
 directories written whole (:func:`output_directory`), and the files of a work directory (:func:`work_file`).
 Within a command (:func:`one_run`) every output it claims is locked until the command ends (:func:`output_lock`):
 a second run that would write the same file or directory is refused, naming the first.
 Nothing else in rerank opens a file for writing. The promises are listed in docs/guarantees.md.
 
-Every reader in :mod:`rerank.formats` goes through :func:`read_lines`, so that CRLF line ends,
+Every reader in :mod:`rerank.formats` goes through :func:`read_lines` (or :func:`lines_of`, for a small file read
+once: a weights file from a pipe), so that CRLF line ends,
 invalid UTF-8 and truncated gzip streams are reported the same way everywhere: as a
 :class:`~rerank.errors.FormatError` naming the file and the line.
 """
