@@ -3,7 +3,8 @@
 Each command module has a one-line docstring (its help), ``add_arguments(parser)``,
 ``run(args) -> int``, ``OUTPUTS``, the options that name files it writes, and ``INPUTS``, those
 that name files (or model directories) it reads: every output is checked before the command runs
-(:func:`~rerank.formats.files.check_outputs`: writable, never one of the inputs). A command imports
+(:func:`~rerank.formats.files.check_outputs`: writable, never one of the inputs, locked against a second run
+writing it for as long as the command runs). A command imports
 torch only inside ``run``, so that ``rerank apply`` or ``rerank tune`` start fast. :func:`main` sets up
 logging and the SIGTERM handler once, for the whole process; a :class:`~rerank.errors.RerankError` (or a
 full disk) becomes one line on stderr and exit status 2.
@@ -15,6 +16,7 @@ import argparse
 import logging
 import os
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -42,7 +44,7 @@ from rerank.commands import (
     tune,
 )
 from rerank.errors import RerankError, did_you_mean, plain
-from rerank.formats.files import DISK_ERRORS, check_outputs, discard_stdout
+from rerank.formats.files import DISK_ERRORS, check_outputs, discard_stdout, one_run
 from rerank.formats.shards import manifest_outputs
 
 COMMANDS: dict[str, ModuleType] = {
@@ -132,8 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in OUR_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING if args.quiet else logging.INFO)
     try:
-        check_outputs(command_outputs(args), command_inputs(args))  # before any work starts
-        return args.run(args) or 0
+        # the outputs claimed (checked here, directories made by the command) are locked until it ends
+        with one_run(shlex.join(["rerank", *(sys.argv[1:] if argv is None else argv)])):
+            check_outputs(command_outputs(args), command_inputs(args))  # before any work starts
+            return args.run(args) or 0
     except RerankError as e:
         print(f"rerank: error: {plain(str(e))}", file=sys.stderr)
         return EXIT_USER_ERROR

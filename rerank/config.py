@@ -150,6 +150,12 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
     """The parsed content of a YAML file: the one YAML reader of rerank (configs, weights, experiment configs,
     shard manifests). Safe tags only, aliases within a budget, no duplicate keys; every error names the file and
     the line."""
+    return parse_yaml(read_config_bytes(path), str(path))
+
+
+def read_config_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a config or weights file (gunzipped where they are gzip), read once: a pipe (``<(...)``) or a
+    FIFO reads as a file does. At most :data:`MAX_CONFIG_BYTES`."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
@@ -166,19 +172,25 @@ def load_yaml(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(f"{path}: cannot read: a damaged gzip stream") from None
     except EOFError:
         raise ConfigError(f"{path}: cannot read: the gzip stream ends early") from None
+    return data
+
+
+def parse_yaml(data: bytes, path: str) -> Any:
+    """The YAML of ``data``, the bytes of the file ``path`` (:func:`read_config_bytes`), as :func:`load_yaml`
+    reads it."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise FormatError(str(path), data[:e.start].count(b"\n") + 1, "UTF-8 text",
+        raise FormatError(path, data[:e.start].count(b"\n") + 1, "UTF-8 text",
                           got=f"byte 0x{data[e.start]:02x}") from None
     loader: _StrictLoader | None = None
     try:
         loader = _StrictLoader(text)  # which reads the text's first characters
-        loader.name = str(path)
+        loader.name = path
         return loader.get_single_data()
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        where = f"{path}:{mark.line + 1}" if mark is not None else path
         raise ConfigError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
     except RecursionError:
         raise ConfigError(f"{path}: invalid YAML: nested too deeply") from None

@@ -1,15 +1,18 @@
 """Plain helpers for the tests: reading and writing files, finding what an atomic write left behind, a tiny
-language model and a truncated one, hypotheses without their source, hand-made and random tuning lists, and a
-scored list edited with its record."""
+language model and a truncated one, hypotheses without their source, hand-made and random tuning lists, a scored
+list edited with its record, and another run holding an output's lock."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import gzip
 import hashlib
 import math
 import re
-from collections.abc import Callable
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -184,3 +187,18 @@ def edit_scored_list(path: Path, edit: Callable[[str], str]) -> None:
     text = edit(gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text())
     path.write_bytes(gzip.compress(text.encode()) if path.suffix == ".gz" else text.encode())
     write_record(path, hashlib.sha256(text.encode()).hexdigest(), record.features)
+
+
+@contextlib.contextmanager
+def another_run_writing(output: Path, command: str) -> Iterator[subprocess.Popen[str]]:
+    """Another process, a run of ``command``, that holds the lock of ``output`` (a file or a directory) for the
+    block, as a command writing it does."""
+    code = ("import sys\nfrom rerank.formats.files import one_run, claim\n"
+            f"with one_run({command!r}):\n    claim({str(output)!r}, 'the output')\n"
+            "    print('held', flush=True)\n    sys.stdin.read()\n")
+    process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "held\n"
+        yield process
+    finally:
+        process.communicate("")

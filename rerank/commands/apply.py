@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from rerank.commands.arguments import finite_float, positive_int
 from rerank.errors import RerankError
 from rerank.formats.files import count_lines, display_name
+
+if TYPE_CHECKING:
+    from rerank.formats.moses_ini import Weights
+    from rerank.formats.weights import Origin
 
 logger = logging.getLogger(__name__)
 
@@ -43,16 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the n-best list re-sorted by the new score, with it in field 4")
 
 
-def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...]], dict[str, str]]:
-    """All weights by label, later sources winning, and for each label the source it came from."""
-    from rerank.formats.weights import load_weights, parse_weight_assignment
+def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...]], dict[str, Origin]]:
+    """All weights by label, later sources winning, and for each label the source it came from (each file read
+    once: ``--weights <(...)`` works)."""
+    from rerank.formats.weights import FROM_COMMAND_LINE, parse_weight_assignment, read_weights
 
     if not args.weights and not args.weight:
         raise RerankError("no weights: give --weights FILE (YAML or moses.ini) and/or --weight LABEL=V")
     weights: dict[str, tuple[float, ...]] = {}
-    origins: dict[str, str] = {}
-    assignments = [(str(path), load_weights(path)) for path in args.weights]
-    assignments += [("--weight", dict([parse_weight_assignment(text)])) for text in args.weight]
+    origins: dict[str, Origin] = {}
+    assignments: list[tuple[Origin, Weights]] = []
+    for path in args.weights:
+        read = read_weights(path)
+        assignments.append((read, read.weights))
+    assignments += [(FROM_COMMAND_LINE, dict([parse_weight_assignment(text)])) for text in args.weight]
     for origin, values in assignments:
         for label, value in values.items():
             weights[label] = value

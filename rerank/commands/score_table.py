@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rerank.config import with_overrides
     from rerank.errors import RerankError
-    from rerank.formats.files import STDIO, committed_together, display_name
+    from rerank.formats.files import STDIO, committed_together, display_name, when_written
     from rerank.formats.phrase_table import read_phrase_table
     from rerank.formats.shards import open_shard, table_segments, write_manifests
     from rerank.formats.streams import peek
@@ -184,16 +184,17 @@ def run(args: argparse.Namespace) -> int:
             if first is None:
                 logger.info("%s: shard %s of %s has no lines: wrote an empty table", args.output, args.shard, table)
         elif first is None:
-            logger.warning("%s is empty: wrote an empty table", table)
+            when_written(args.output, lambda: logger.warning("%s is empty: wrote an empty table", table))
         if ini is not None:
             weight = args.weight
             if weight == "auto":
                 weight = starting_weight(args.moses_ini, args.table, spread)
                 ini = table_moses_ini(args.moses_ini, args.moses_ini_out, args.table, num_scores, args.output, weight)
             ini.write(args.moses_ini_out)
-            logger.info("%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out,
-                        args.table, num_scores + 1 if num_scores is not None else "one more", column.describe(),
-                        weight, os.path.abspath(args.output))
+            scores = num_scores + 1 if num_scores is not None else "one more"
+            when_written(args.moses_ini_out, lambda: logger.info(  # once it is there, with the table
+                "%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out, args.table,
+                scores, column.describe(), weight, os.path.abspath(args.output)))
     return 0
 
 

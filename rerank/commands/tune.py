@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.moses_ini import MosesIni
     from rerank.formats.nbest import check_label
     from rerank.formats.tokenization import check_nbest_references
-    from rerank.formats.weights import is_moses_ini, save_weights
+    from rerank.formats.weights import ini_weights, read_weights, save_weights
     from rerank.tune.loop import weights_overwrite
     from rerank.tune.parallel import Jobs
     from rerank.tune.tuning import Tuning, write_cv_report, write_moses_ini
@@ -196,8 +196,11 @@ def run(args: argparse.Namespace) -> int:
                           "features")
     if args.decoder and (config.cv.folds or config.average_seeds > 1):
         raise RerankError("cross-validation and --average-seeds are for fixed n-best lists (--nbest)")
-    # A moses.ini with the tuned weights only when asked for: --moses-ini, or --output-ini beside an --init moses.ini.
-    ini = args.moses_ini or (args.init if args.output_ini and args.init and is_moses_ini(args.init) else None)
+    # Each read once (--init <(...) works): the starting weights, and the moses.ini the tuned weights are put in, only
+    # when asked for: --moses-ini, or --output-ini beside an --init moses.ini.
+    moses_ini = MosesIni.read(args.moses_ini) if args.moses_ini else None
+    init = read_weights(args.init) if args.init else ini_weights(moses_ini) if moses_ini else None
+    ini = moses_ini or (init.ini if args.output_ini and init is not None else None)
     if args.output_ini and not ini:
         raise RerankError("--output-ini copies a moses.ini with the tuned weights: give --moses-ini (or --init "
                           "with a moses.ini)")
@@ -210,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([("--output", args.output), ("--output-ini", output_ini), ("--cv-output", cv_output)], inputs)
     if args.decoder and os.path.exists(work_dir) and not os.path.isdir(work_dir):
         raise RerankError(f"--work-dir {work_dir}: it is a file, not a directory")  # before the references are read
-    tuning = Tuning(args.ref, config, init=args.init or args.moses_ini)
+    tuning = Tuning(args.ref, config, init=init)
     if args.decoder:
         decoder = f"{args.decoder} {args.decoder_flags}".strip()
         result = tuning.with_decoder(decoder, args.source, work_dir, Jobs(args.jobs, args.submit))
@@ -225,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)
         if ini and output_ini:  # a moses.ini ready to decode with: the tuned [weight] section in a copy
-            write_moses_ini(MosesIni.read(ini), result.weights, output_ini)
+            write_moses_ini(ini, result.weights, output_ini)
         if cv_output:
             write_cv_report(result, cv_output)
     print(f"tuning set BLEU ({config.optimizer.upper()}, {result.nbest_lists} n-best list(s), "

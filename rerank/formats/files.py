@@ -2,11 +2,15 @@
 suffix), ``-`` for stdin/stdout, and the one output layer of every command: outputs checked before
 the work (:func:`check_outputs`: never an input, never a directory, a device or a FIFO streamed to, a
 descriptor named through /proc written in place), written atomically with their modes kept
-(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`),
+(:func:`atomic_output`, :func:`save_torch`), several committed together (:func:`committed_together`) and said
+written only once they are there (:func:`when_written`),
 directories written whole (:func:`output_directory`), and the files of a work directory (:func:`work_file`).
+Within a command (:func:`one_run`) every output it claims is locked until the command ends (:func:`output_lock`):
+a second run that would write the same file or directory is refused, naming the first.
 Nothing else in rerank opens a file for writing. The promises are listed in docs/guarantees.md.
 
-Every reader in :mod:`rerank.formats` goes through :func:`read_lines`, so that CRLF line ends,
+Every reader in :mod:`rerank.formats` goes through :func:`read_lines` (or :func:`lines_of`, for a small file read
+once: a weights file from a pipe), so that CRLF line ends,
 invalid UTF-8 and truncated gzip streams are reported the same way everywhere: as a
 :class:`~rerank.errors.FormatError` naming the file and the line.
 """
@@ -16,15 +20,20 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import fcntl
 import gzip
 import io
+import json
 import os
 import re
 import secrets
 import shutil
 import signal
+import socket
 import stat
 import sys
+import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -124,6 +133,15 @@ def _starts_with(stream: BinaryIO, magic: bytes) -> bool:
     return False
 
 
+def lines_of(data: bytes, name: str, encoding: str = "utf-8") -> list[str]:
+    """The lines of ``data``, the bytes of the file ``name`` already read (a small file read once: a pipe cannot be
+    read twice), checked as :func:`read_lines` checks a file's."""
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1] == b"":
+        raw_lines.pop()
+    return [decode_line(raw, name, lineno, encoding) for lineno, raw in enumerate(raw_lines, 1)]
+
+
 def read_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> list[str]:
     """All lines of a (small) text file, such as a source or reference file."""
     return [line for _, line in read_lines(path, encoding)]
@@ -207,7 +225,8 @@ def committed_together() -> Iterator[None]:
         yield
         return
     pending: list[tuple[Path, Path, str]] = []
-    token = _PENDING.set(pending)
+    notes: list[tuple[str, Callable[[], None]]] = []
+    tokens = _PENDING.set(pending), _NOTES.set(notes)
     try:
         yield
     except BaseException:
@@ -216,24 +235,52 @@ def committed_together() -> Iterator[None]:
                 os.unlink(tmp)
         raise
     finally:
-        _PENDING.reset(token)
-    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs
+        _PENDING.reset(tokens[0])
+        _NOTES.reset(tokens[1])
+    # SIGTERM and Ctrl-C wait for the renames, so that one between two of them cannot leave half the outputs, and
+    # for the notes of what was written, so that what is said to be written is there
     held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)
     try:
+        written: list[str] = []
         for i, (tmp, target, name) in enumerate(pending):
             try:
                 _commit(tmp, target, name)
-            except BaseException:
+            except BaseException as e:
                 for later, _, _ in pending[i + 1:]:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(later)
+                _say_written(notes, written)
+                if written and isinstance(e, RerankError):
+                    raise RerankError(f"{e}; {', '.join(written)} {'was' if len(written) == 1 else 'were'} written, "
+                                      "the other outputs not") from None
                 raise
+            written.append(name)
+        _say_written(notes, written)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def when_written(path: str | os.PathLike[str], note: Callable[[], None]) -> None:
+    """Call ``note`` (which says that ``path`` was written) once the atomic output ``path`` is in place: at once,
+    or, inside :func:`committed_together`, when its renames have made it; never for a file that is not there (an
+    error or a signal before the renames). Call it after the write (a stream is written at once)."""
+    pending, notes = _PENDING.get(), _NOTES.get()
+    if pending is None or notes is None or str(path) not in {name for _, _, name in pending}:
+        note()
+    else:
+        notes.append((str(path), note))
+
+
+def _say_written(notes: list[tuple[str, Callable[[], None]]], written: list[str]) -> None:
+    for name, note in notes:
+        if name in written:
+            note()
+
+
 _PENDING: contextvars.ContextVar[list[tuple[Path, Path, str]] | None] = contextvars.ContextVar(
     "rerank_pending_outputs", default=None)
+_NOTES: contextvars.ContextVar[list[tuple[str, Callable[[], None]]] | None] = contextvars.ContextVar(
+    "rerank_pending_notes", default=None)
 DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 UNWINDING_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT})  # rerank unwinds on these (see rerank.cli)
 
@@ -423,18 +470,24 @@ def check_outputs(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
             raise RerankError(f"{option} {output.path}: the same file as {seen[key]}: give each output its own file")
         seen[key] = f"{option} {output.path}"
         seen[output.target] = seen[key]
+    for option, output in sorted(checked, key=lambda item: lock_file(item[1].target)):  # one order: one winner
+        if not output.stream:
+            claim(output.target, f"{option} {output.path}")
     return [output for _, output in checked]
 
 
-def make_output_dir(path: str | os.PathLike[str], what: str) -> Path:
+def make_output_dir(path: str | os.PathLike[str], what: str, claimed: bool = True) -> Path:
     """The directory ``path`` (``what`` names it in errors: ``output_dir``, ``--work-dir``), made with its parents
-    if it does not exist; a file in its place, or a directory that cannot be made, is a
-    :class:`~rerank.errors.RerankError`."""
+    if it does not exist, and ``claimed`` for this run (:func:`claim`) before anything is written into it; a file
+    in its place, or a directory that cannot be made, is a :class:`~rerank.errors.RerankError`."""
     directory = Path(path)
     if directory.exists() and not directory.is_dir():
         raise RerankError(f"{what} {path}: it is a file, not a directory")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        if claimed:  # before the directory is made: a run refused makes nothing
+            claim(directory, f"{what} {path}")
+        directory.mkdir(exist_ok=True)
     except OSError as e:
         raise RerankError(f"{what} {path}: cannot make the directory: {e.strerror}") from None
     return directory
@@ -452,7 +505,14 @@ def output_directory(path: str | os.PathLike[str], what: str, inputs: Iterable[s
     target = Path(path)
     check_output_directory(path, what, inputs, replaceable)
     parent = Path(os.path.abspath(target)).parent
-    make_output_dir(parent, f"the directory of {path}")
+    make_output_dir(parent, f"the directory of {path}", claimed=False)
+    with output_lock(target, f"{path} ({what})"):
+        yield from _directory_written(path, target, parent, what, replaceable)
+
+
+def _directory_written(path: str | os.PathLike[str], target: Path, parent: Path, what: str,
+                       replaceable: Callable[[Path], bool]) -> Iterator[Path]:
+    """The new directory of :func:`output_directory`, renamed to ``target`` when the block ends well."""
     work = parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
     held = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING_SIGNALS)  # as in atomic_binary_output
     try:
@@ -464,6 +524,10 @@ def output_directory(path: str | os.PathLike[str], what: str, inputs: Iterable[s
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         yield work
         _commit_directory(work, target, what, replaceable)
+    except RerankError as e:  # a file of the new directory that could not be written: named where the user looks
+        if str(work) not in str(e):
+            raise
+        raise RerankError(f"{str(e).replace(str(work), str(target))}; nothing was kept") from None
     except OSError as e:
         where = f" ({Path(e.filename).name})" if e.filename else ""
         reason = e.strerror or f"a write stopped short ({e}): is the disk full?"
@@ -512,6 +576,8 @@ def check_output_directory(path: str | os.PathLike[str], what: str, inputs: Iter
     info = _stat(Path(path))
     if info is not None and not stat.S_ISDIR(info.st_mode):
         raise RerankError(f"{path}: cannot write {what}: it is a file, not a directory")
+    if os.path.isdir(Path(os.path.abspath(path)).parent):
+        claim(path, f"{path} ({what})")
     for source in inputs:
         source_info = _stat(Path(source))
         if info is not None and source_info is not None and os.path.samestat(info, source_info):
@@ -525,16 +591,44 @@ def check_output_directory(path: str | os.PathLike[str], what: str, inputs: Iter
 
 def save_torch(state: object, path: str | os.PathLike[str]) -> None:
     """``torch.save`` of ``state`` as an atomic output (:func:`atomic_binary_output`): a kill never leaves half
-    an archive, and a write that fails (a full disk) is a :class:`~rerank.errors.RerankError` naming ``path``."""
+    an archive, and a write that fails (a full disk, a file too large, an I/O error) is a
+    :class:`~rerank.errors.RerankError` naming ``path`` and the system's reason, as every other output's."""
     import torch
 
-    try:
-        with atomic_binary_output(path) as out:
-            torch.save(state, out)
-    except RuntimeError as e:  # torch's archive writer reports a failed write so
-        if "writ" not in str(e):
+    with atomic_binary_output(path) as out:
+        writer = _FailureKept(out)
+        try:
+            torch.save(state, cast(BinaryIO, writer))
+        except RuntimeError as e:  # torch's archive writer reports a failed write so, its cause lost
+            if writer.failure is None and "writ" not in str(e):
+                raise
+            reason = writer.failure.strerror if writer.failure is not None else None
+            raise RerankError(f"{path}: cannot write: {reason or str(e).splitlines()[0]}") from None
+        if writer.failure is not None:
+            raise RerankError(f"{path}: cannot write: {writer.failure.strerror}")
+
+
+class _FailureKept:
+    """A binary stream that keeps the :class:`OSError` of a failed write (torch's archive writer turns it into a
+    ``RuntimeError`` without the system's reason: "unexpected pos 704 vs 598")."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.stream.write(data)
+        except OSError as e:
+            self.failure = self.failure or e
             raise
-        raise RerankError(f"{path}: cannot write: {str(e).splitlines()[0]}") from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as e:
+            self.failure = self.failure or e
+            raise
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -565,3 +659,127 @@ def _create_temporary(target: Path) -> tuple[int, Path]:
         except OSError as e:
             raise RerankError(f"{target}: cannot write: {e.strerror}") from None
     raise RerankError(f"{target}: cannot write: no free temporary name beside it")
+
+
+# -- one run per output
+
+LOCK_SUFFIX = ".lock"
+LOCK_ATTEMPTS = 10  # a lock file removed by its holder between our open and our flock: open it again
+DETAILS_WAIT = (0.05, 10)  # a holder that has just taken its lock writes its details: wait so long, so often
+_HELD: dict[Path, tuple[int, int]] = {}  # the lock files this process holds: their descriptors and users
+_HELD_GUARD = threading.Lock()
+_CLAIMS: contextvars.ContextVar[contextlib.ExitStack | None] = contextvars.ContextVar("rerank_claims", default=None)
+_COMMAND: contextvars.ContextVar[str] = contextvars.ContextVar("rerank_command", default="rerank")
+
+
+@contextlib.contextmanager
+def one_run(command: str) -> Iterator[None]:
+    """A command's run (``command``: its command line, which a second run is told): the outputs it claims in the
+    block (:func:`check_outputs`, :func:`check_output_directory`, :func:`make_output_dir`) stay locked until the
+    block ends, however it ends."""
+    with contextlib.ExitStack() as claims:
+        tokens = _CLAIMS.set(claims), _COMMAND.set(command)
+        try:
+            yield
+        finally:
+            _CLAIMS.reset(tokens[0])
+            _COMMAND.reset(tokens[1])
+
+
+def claim(path: str | os.PathLike[str], name: str) -> None:
+    """Lock the output ``path`` (a file or a directory; ``name`` names it in errors: ``--output t.yaml``,
+    ``output_dir models/a``) until the run (:func:`one_run`) ends; outside a run, nothing."""
+    claims = _CLAIMS.get()
+    if claims is not None:
+        claims.enter_context(output_lock(path, name))
+
+
+def lock_file(path: str | os.PathLike[str]) -> Path:
+    """The lock file of the output ``path``: ``.NAME.lock`` beside the file or directory it names (its symbolic
+    links followed, so that every name of one output has one lock); an existing directory in a directory that
+    cannot be written (a user's directory in a shared one) has it inside, as ``.rerank.lock``."""
+    target = Path(os.path.realpath(path))
+    if target.is_dir() and not os.access(target.parent, os.W_OK | os.X_OK):
+        return target / f".rerank{LOCK_SUFFIX}"
+    return target.with_name(f".{target.name}{LOCK_SUFFIX}")
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike[str], name: str) -> Iterator[None]:
+    """Hold the lock of the output ``path`` (``name`` names it in errors) for the block: ``fcntl.flock`` on
+    :func:`lock_file`, which records this run (its command, process id, host and time) and is removed at the end.
+    Another run holding it is a :class:`~rerank.errors.RerankError` naming that run. A lock is the kernel's: it
+    ends with its process, so a killed run's lock file never blocks the next. Taken again by this process, it
+    is held once more (a command, and the library function it calls)."""
+    lock = lock_file(path)
+    with _HELD_GUARD:
+        held = _HELD.get(lock)
+        if held is not None:
+            _HELD[lock] = (held[0], held[1] + 1)
+    if held is None:
+        descriptor = _acquire(lock, name)
+        with _HELD_GUARD:
+            _HELD[lock] = (descriptor, 1)
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            descriptor, users = _HELD.pop(lock)
+            if users > 1:
+                _HELD[lock] = (descriptor, users - 1)
+        if users == 1:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)  # while it is still held: a run that opened it meanwhile sees it gone
+            os.close(descriptor)
+
+
+def _acquire(lock: Path, name: str) -> int:
+    """A descriptor of ``lock``, locked by this process, which the lock file names."""
+    for _ in range(LOCK_ATTEMPTS):
+        descriptor = _open_lock(lock, name)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(descriptor)
+            os.close(descriptor)
+            raise RerankError(f"{name}: cannot write: another run is writing it ({holder}); wait for it to end, "
+                              "or give another output") from None
+        except OSError as e:
+            os.close(descriptor)
+            raise RerankError(f"{name}: cannot write: cannot lock {lock}: {e.strerror}") from None
+        try:
+            current = os.stat(lock)
+        except FileNotFoundError:
+            current = None
+        if current is not None and os.path.samestat(os.fstat(descriptor), current):
+            details = {"command": _COMMAND.get(), "pid": os.getpid(), "host": socket.gethostname(),
+                       "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            with contextlib.suppress(OSError):  # a lock file of another user's, opened read-only: held all the same
+                os.ftruncate(descriptor, 0)
+                os.pwrite(descriptor, (json.dumps(details) + "\n").encode("utf-8"), 0)
+            return descriptor
+        os.close(descriptor)  # its holder removed it as it ended: take the new one
+    raise RerankError(f"{name}: cannot write: cannot lock {lock}: it keeps being replaced")
+
+
+def _open_lock(lock: Path, name: str) -> int:
+    try:
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except PermissionError:
+        with contextlib.suppress(OSError):
+            return os.open(lock, os.O_RDONLY | os.O_CLOEXEC)  # another user's lock file: flock needs no writing
+        raise RerankError(f"{name}: cannot write: cannot make its lock file {lock}: permission denied") from None
+    except OSError as e:
+        raise RerankError(f"{name}: cannot write: cannot make its lock file {lock}: {e.strerror}") from None
+
+
+def _holder(descriptor: int) -> str:
+    """The run that holds a lock, as its lock file records it (written just after it took the lock)."""
+    pause, tries = DETAILS_WAIT
+    for _ in range(tries):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            details = json.loads(os.pread(descriptor, 65536, 0).decode("utf-8"))
+            return (f"{details['command']}: pid {details['pid']} on {details['host']}, since "
+                    f"{details['since']}")
+        time.sleep(pause)
+    return "a run that has not said which"

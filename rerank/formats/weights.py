@@ -14,52 +14,87 @@ import logging
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import yaml
 
-from rerank.config import load_yaml
+from rerank.config import parse_yaml, read_config_bytes
 from rerank.errors import ConfigError, FormatError, RerankError, brief, check_finite, counted, log_once
-from rerank.formats.files import atomic_output, read_lines
+from rerank.formats.files import atomic_output, display_name, lines_of
 from rerank.formats.moses_ini import SECTION, MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
 
 logger = logging.getLogger(__name__)
+FROM_COMMAND_LINE = "--weight"  # the origin of a weight given as --weight LABEL=V
 
 
-def is_moses_ini(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a ``moses.ini`` (its first line that is not blank or a comment is a ``[section]``)
-    rather than a YAML weights file, whatever its name."""
-    for _, line in read_lines(path):
+@dataclass(frozen=True)
+class WeightsFile:
+    """A weights file read once (a pipe, ``<(...)``, or a FIFO is read as a file is): its name, its weights by
+    label, the moses.ini it is (None for a YAML weights file) and, for YAML, its lines (to name a label's)."""
+
+    name: str
+    weights: Weights
+    ini: MosesIni | None
+    text: tuple[str, ...] = ()
+
+    def line_of(self, label: str) -> int | None:
+        """The line of a YAML weights file where ``label`` is given, if it can be found."""
+        pattern = re.compile(rf"\s*['\"]?{re.escape(label)}['\"]?\s*:")
+        return next((lineno for lineno, line in enumerate(self.text, 1) if pattern.match(line)), None)
+
+
+Origin = WeightsFile | str | os.PathLike[str]  # where weights came from: a file as read, --weight, or a file's path
+
+
+def is_moses_ini(lines: Iterable[str]) -> bool:
+    """Whether a file of these lines is a ``moses.ini`` (its first line that is not blank or a comment is a
+    ``[section]``) rather than a YAML weights file, whatever its name."""
+    for line in lines:
         text = line.strip()
         if text and not text.startswith("#"):
             return SECTION.fullmatch(text) is not None
     return False
 
 
-def load_weights(path: str | os.PathLike[str]) -> Weights:
-    """Weights by label from a YAML weights file or a ``moses.ini`` (told apart by their content).
+def read_weights(path: str | os.PathLike[str]) -> WeightsFile:
+    """Weights by label from a YAML weights file or a ``moses.ini`` (told apart by their content), the file read
+    once.
 
     A ``moses.ini`` without any weights is an error: it is not the file the user meant."""
-    if is_moses_ini(path):
-        from_ini = MosesIni.read(path).weights()
-        if not from_ini:
-            raise ConfigError(f"{path}: a moses.ini without weights: expected a [weight] section "
-                              "(or old [weight-x] sections)")
-        return from_ini
-    data = load_yaml(path)
-    if not isinstance(data, Mapping):
+    name = display_name(path)
+    data = read_config_bytes(path)
+    text = data.decode("utf-8", errors="replace").split("\n")
+    if is_moses_ini(text):
+        return ini_weights(MosesIni(lines_of(data, name), name))
+    loaded = parse_yaml(data, name)
+    if not isinstance(loaded, Mapping):
         raise ConfigError(f"{path}: expected a mapping 'Label: weight' or 'Label: [w1, w2, ...]'")
     weights: Weights = {}
-    for label, value in data.items():
+    for label, value in loaded.items():
         values = value if isinstance(value, list) else [value]
         if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             raise ConfigError(f"{path}: {brief(label)}: expected a number or a list of numbers, got {brief(value)}")
         if not all(math.isfinite(v) for v in values):
             raise ConfigError(f"{path}: {brief(label)}: expected finite numbers, got {brief(value)}")
         weights[str(label)] = tuple(float(v) for v in values)
-    return weights
+    return WeightsFile(name, weights, None, tuple(text))
+
+
+def ini_weights(ini: MosesIni) -> WeightsFile:
+    """The weights of a moses.ini already read; one without any is an error."""
+    weights = ini.weights()
+    if not weights:
+        raise ConfigError(f"{ini.path}: a moses.ini without weights: expected a [weight] section "
+                          "(or old [weight-x] sections)")
+    return WeightsFile(ini.path, weights, ini)
+
+
+def load_weights(path: str | os.PathLike[str]) -> Weights:
+    """The weights by label of :func:`read_weights`."""
+    return read_weights(path).weights
 
 
 def save_weights(weights: Mapping[str, Sequence[float]], path: str | os.PathLike[str]) -> None:
@@ -123,29 +158,33 @@ def as_weights(vector: np.ndarray, layout: FeatureLayout) -> Weights:
 
 
 
-def known_weights(weights: Mapping[str, Sequence[float]], origins: Mapping[str, str], labels: Sequence[str],
+def known_weights(weights: Mapping[str, Sequence[float]], origins: Mapping[str, Origin], labels: Sequence[str],
                   nbest_name: str) -> dict[str, Sequence[float]]:
     """The weights of the n-best list's features (``labels``): the one rule for a weight whose feature the list
     lacks, in ``rerank apply``, ``rerank tune`` and the experiment. One from a moses.ini (whose features the list
     need not print) is skipped, with a note; one from a YAML weights file or ``--weight`` (``origins`` says where
-    each label's came from) is an error naming the file and the line."""
+    each label's came from: the file as read, ``--weight``, or a file's path) is an error naming the file and the
+    line."""
     unknown = [label for label in weights if label not in labels]
-    strict = [label for label in unknown if origins[label] == "--weight" or not is_moses_ini(origins[label])]
+    read: dict[str, WeightsFile] = {}
+
+    def source(label: str) -> WeightsFile | None:
+        """The file ``label``'s weight came from, read once where a caller gave only its path; None: --weight."""
+        origin = origins[label]
+        if isinstance(origin, WeightsFile) or origin == FROM_COMMAND_LINE:
+            return origin if isinstance(origin, WeightsFile) else None
+        if str(origin) not in read:
+            read[str(origin)] = read_weights(origin)
+        return read[str(origin)]
+
+    strict = [label for label in unknown if (found := source(label)) is None or found.ini is None]
     if strict:
-        origin = origins[strict[0]]
-        line = None if origin == "--weight" else _label_line(origin, strict[0])
-        raise FormatError(origin, line, f"weights for features of {nbest_name} ({', '.join(labels)})",
+        found = source(strict[0])
+        name, line = (found.name, found.line_of(strict[0])) if found is not None else (FROM_COMMAND_LINE, None)
+        raise FormatError(name, line, f"weights for features of {nbest_name} ({', '.join(labels)})",
                           got=", ".join(strict))
     if unknown:
+        found = source(unknown[0])
         log_once(logger, logging.INFO, "%s: skipping weights of features %s does not print: %s",
-                 origins[unknown[0]], nbest_name, ", ".join(unknown))
+                 found.name if found is not None else FROM_COMMAND_LINE, nbest_name, ", ".join(unknown))
     return {label: value for label, value in weights.items() if label in labels}
-
-
-def _label_line(path: str | os.PathLike[str], label: str) -> int | None:
-    """The line of a YAML weights file where ``label`` is given, if it can be found."""
-    pattern = re.compile(rf"\s*['\"]?{re.escape(label)}['\"]?\s*:")
-    for lineno, line in read_lines(path):
-        if pattern.match(line):
-            return lineno
-    return None

@@ -13,7 +13,7 @@ from rerank.formats.moses_ini import MosesIni
 from rerank.formats.nbest import read_nbest, write_nbest
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.streams import peek
-from rerank.formats.weights import known_weights, load_weights, save_weights
+from rerank.formats.weights import ini_weights, known_weights, read_weights, save_weights
 from rerank.rescore.cut import first_hypotheses
 from rerank.rescore.forced import ForcedDecoding
 from rerank.rescore.merge import merge_nbest
@@ -32,8 +32,9 @@ logger = logging.getLogger(__name__)
 def rerank_once(scored: Path, weights: str | Path, source: str, output: Path) -> None:
     """``rerank apply``: the 1-best of ``scored`` under ``weights``; features without a weight count 0, and
     a moses.ini's weights of features the list does not print are left out."""
-    values = load_weights(weights)
-    origins = dict.fromkeys(values, str(weights))
+    read = read_weights(weights)
+    values = read.weights
+    origins = dict.fromkeys(values, read)
     rerank_nbest(scored, values, output, num_sentences=count_lines(source), source_name=source,
                  weights_name=str(weights), missing=0.0,
                  known=lambda layout: known_weights(values, origins, layout.labels, str(scored)))
@@ -118,10 +119,12 @@ def tune_with_decoder(config: TuneConfig, reference: str, ini: Path, decoder: st
                       weights: Path, output_ini: Path) -> None:
     """``rerank tune --decoder --moses-ini``: Moses in the loop from ``ini``'s weights; the tuned weights as YAML
     and in a copy of ``ini``."""
-    result = Tuning([reference], config, init=str(ini)).with_decoder(decoder, source, tuning_work_dir(weights))
+    moses = MosesIni.read(ini)  # read once: the starting weights and the lines of the copy
+    result = Tuning([reference], config, init=ini_weights(moses)).with_decoder(decoder, source,
+                                                                                tuning_work_dir(weights))
     with committed_together():
         save_weights(result.weights, weights)
-        write_moses_ini(MosesIni.read(ini), result.weights, output_ini)
+        write_moses_ini(moses, result.weights, output_ini)
 
 
 def tuning_work_dir(weights: Path) -> Path:

@@ -20,7 +20,7 @@ import numpy as np
 from rerank.errors import FormatError, RerankError, log_once
 from rerank.formats.files import display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, read_nbest
-from rerank.formats.weights import known_weights, weight_vector
+from rerank.formats.weights import Origin, WeightsFile, known_weights, weight_vector
 from rerank.tune.stats import NUM_STATS, BleuStatistics
 
 logger = logging.getLogger(__name__)
@@ -200,15 +200,16 @@ class NBestPool:
         return TuningData(self.layout, features, stats, counts)
 
 
-def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, path: str | os.PathLike[str]
-                    ) -> np.ndarray:
+def aligned_weights(weights: Mapping[str, Sequence[float]], layout: FeatureLayout, origin: Origin) -> np.ndarray:
     """Starting weights as a vector for ``layout`` (D,).
 
     A ``moses.ini`` also weights features that Moses does not print in n-best lists (such as
     ``UnknownWordPenalty0``): those are left out. A YAML weights file must name only features of
-    the n-best list. A feature without a weight starts at 0.
+    the n-best list. A feature without a weight starts at 0. ``origin``: the file the weights came from (as read,
+    or its path).
     """
-    known = known_weights(weights, dict.fromkeys(weights, str(path)), layout.labels, "the n-best list")
+    known = known_weights(weights, dict.fromkeys(weights, origin), layout.labels, "the n-best list")
+    path = origin.name if isinstance(origin, WeightsFile) else str(origin)
     missing = [label for label in layout.labels if label not in known]
     if missing:
         log_once(logger, logging.WARNING, "%s: no weight for %s; starting from 0", path, ", ".join(missing))

@@ -20,11 +20,11 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import display_name, read_text
+from rerank.formats.files import display_name, read_text, when_written
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
 from rerank.formats.relatedness import warn_unrelated
-from rerank.formats.weights import as_weights, load_weights
+from rerank.formats.weights import WeightsFile, as_weights, read_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.crossval import (
     Choice,
@@ -73,15 +73,15 @@ class Tuning:
     """The references and the starting weights of one tuning run (see the module docstring)."""
 
     def __init__(self, references: Sequence[str | os.PathLike[str]], config: TuneConfig,
-                 init: str | os.PathLike[str] | None = None):
+                 init: str | os.PathLike[str] | WeightsFile | None = None):
         check_optimizer(config.optimizer, "the tuning config")
         self.config = config
         self.reference_names = [str(path) for path in references]
         self.references = read_references(references)
         self.bleu = BleuStatistics(self.references, tokenize=config.bleu.tokenize, lowercase=config.bleu.lowercase)
         self.pool = NBestPool(self.bleu, reference_name=self.reference_names[0])
-        self.init = init
-        self.initial = load_weights(init) if init is not None else {}
+        self.init = read_weights(init) if init is not None and not isinstance(init, WeightsFile) else init
+        self.initial = self.init.weights if self.init is not None else {}
 
     def start(self, layout: FeatureLayout) -> np.ndarray:
         """The starting weights as a vector for ``layout``; without any, 0 (each sentence's first hypothesis)."""
@@ -166,7 +166,7 @@ def write_moses_ini(ini: MosesIni, weights: Weights, path: str | os.PathLike[str
     if extra:
         logger.warning("%s has no weights for %s: they are only in the YAML weights", ini.path, ", ".join(extra))
     ini.with_weights({label: values for label, values in weights.items() if label in known}).write(path)
-    logger.info("wrote %s", path)
+    when_written(path, lambda: logger.info("wrote %s", path))  # inside committed_together: once it is there
 
 
 def write_cv_report(result: TuneResult, path: str | os.PathLike[str]) -> None:

@@ -1,24 +1,37 @@
 """The output layer every command shares: outputs checked before the work, never an input, never a replaced
-device, FIFO or link, several outputs committed together, modes kept, a full disk an exit status 2."""
+device, FIFO or link, several outputs committed together, modes kept, a full disk an exit status 2 (torch's archives
+too), one run per output."""
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import leftovers
+import yaml
+from helpers import another_run_writing, leftovers
+from tiny_models import save_model_dir, tiny_config, tiny_model
 
 from rerank.cli import main
 from rerank.errors import RerankError
 from rerank.formats.files import atomic_output, check_outputs, committed_together
+from rerank.formats.moses_ini import MosesIni
+from rerank.formats.weights import load_weights
+from rerank.models.averaging import checkpoint_path
+from rerank.models.checkpoint import CHECKPOINT, load_state, save_state
+from rerank.models.vocab import SPECIALS, Vocabulary
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data"
 TUNE = DATA / "tune"
 WEIGHTS = ["--weights", str(DATA / "weights.yaml")]
 
@@ -231,3 +244,165 @@ def test_a_shard_manifest_never_lands_on_an_input(command: list[str], nbest: Pat
     err = capsys.readouterr().err
     assert "--output (its manifest)" in err and "it is also an input" in err
     assert config.read_text() == "features: []\n" and not out.exists()
+
+
+# -- one run per output
+
+
+def _train_config(tmp_path: Path, output_dir: Path) -> Path:
+    """A tiny encoder-decoder on the toy sentences that trains until it is stopped, logging every update."""
+    toy = {"source": str(DATA / "toy.en"), "target": str(DATA / "toy.fr")}
+    config = {"model": {"architecture": "encdec", "embedding_size": 16, "hidden_size": 16, "maxout_size": 8},
+              "data": {"train": toy, "valid": dict(toy), "src_vocab_size": 100, "trg_vocab_size": 100},
+              "training": {"optimizer": "adam", "batch_size": 2, "max_epochs": 1_000_000, "max_updates": 1_000_000,
+                           "valid_every": 1_000_000, "log_every": 1, "threads": 1},
+              "output_dir": str(output_dir)}
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.slow
+def test_two_trainings_into_one_directory_the_second_is_refused_naming_the_first(tmp_path: Path) -> None:
+    """Two ``rerank train`` runs (seeds 1 and 2) started together into one output_dir: one trains, the other exits 2
+    at once with one line naming it (its process id and command), and the directory holds the first's files
+    only."""
+    out = tmp_path / "model"
+    config = _train_config(tmp_path, out)
+    runs = {seed: subprocess.Popen([sys.executable, "-m", "rerank", "train", "--config", str(config), "--seed",
+                                    str(seed)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   env={**os.environ, "OMP_NUM_THREADS": "1"})
+            for seed in (1, 2)}
+    try:
+        deadline = time.monotonic() + 300
+        while all(run.poll() is None for run in runs.values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        (refused, loser), = [(seed, run) for seed, run in runs.items() if run.poll() is not None]
+        winner_seed, winner = next((seed, run) for seed, run in runs.items() if seed != refused)
+        _, errors = loser.communicate()
+        assert loser.returncode == 2 and winner.poll() is None, errors
+        assert errors.startswith(f"rerank: error: output_dir {out}: cannot write: another run is writing it (rerank "
+                                 f"train --config {config} --seed {winner_seed}: pid {winner.pid} on ")
+        assert errors.count("\n") == 1
+        assert winner.stderr is not None
+        for line in winner.stderr:  # it trains until stopped: stopped after an update, it saves its checkpoint
+            if " update 2:" in line:
+                winner.send_signal(signal.SIGTERM)
+                break
+        _, stopped = winner.communicate(timeout=300)
+        assert winner.returncode == 128 + signal.SIGTERM, stopped
+    finally:
+        for run in runs.values():
+            run.kill()
+    assert yaml.safe_load((out / "config.yaml").read_text())["training"]["seed"] == winner_seed
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "config.yaml", "data", "vocab.src.txt",
+                                                     "vocab.trg.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no lock file left
+
+
+def test_two_tunings_writing_one_pair_of_outputs_the_second_is_refused(regression_slice: Path, tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two ``rerank tune`` runs writing the same ``-o t.yaml --output-ini t.ini``: the first holds both (its starting
+    weights come through a FIFO, so that it waits, holding them, until the second has tried); the second exits 2
+    naming the first, and t.yaml and t.ini are the first's pair."""
+    data = regression_slice / "tests/mert.extractor-txt/data"
+    weights, ini, init = tmp_path / "t.yaml", tmp_path / "t.ini", tmp_path / "init"
+    os.mkfifo(init)
+    common = ["tune", "--nbest", str(data / "nbest.1.gz"), "-r", str(data / "reference"), "--moses-ini",
+              str(TUNE / "moses.ini"), "-o", str(weights), "--output-ini", str(ini), "--restarts", "1"]
+    first = subprocess.Popen([sys.executable, "-m", "rerank", "-q", *common, "--init", str(init)], cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        lock = tmp_path / ".t.yaml.lock"
+        deadline = time.monotonic() + 120
+        while not (lock.exists() and lock.read_text()) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert main([*common, "--init", str(TUNE / "init.yaml")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"rerank: error: --output-ini {ini}: cannot write: another run is writing it (rerank "
+                              f"-q {' '.join(common)} --init {init}: pid {first.pid} on ")
+        assert err.count("\n") == 1 and not weights.exists() and not ini.exists()
+        with open(init, "wb") as fifo:
+            fifo.write((TUNE / "init.yaml").read_bytes())
+        _, errors = first.communicate(timeout=300)
+        assert first.returncode == 0, errors
+    finally:
+        first.kill()
+    tuned = load_weights(weights)
+    assert MosesIni.read(ini).weights()["lm"] == pytest.approx(tuned["lm"], rel=1e-9)  # one run's pair
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["init", "t.ini", "t.yaml"]
+
+
+@pytest.mark.parametrize("kind", ["cut-nbest", "average", "prepare", "experiment"])
+def test_every_kind_of_output_is_refused_while_another_run_writes_it(kind: str, nbest: Path, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A file (``-o``), a model directory (``average``), prepared data (``prepare``) and a study's output_dir
+    (``experiment``): each refused before any work while another run holds it, with the line that names that run."""
+    out = tmp_path / "out"
+    argv = {"cut-nbest": ["cut-nbest", str(nbest), "-n", "1", "-o", str(out)],
+            "average": ["average", str(_averageable(tmp_path / "m")), str(out), "--last", "2"],
+            "prepare": ["prepare", str(DATA / "toy.en"), str(DATA / "toy.fr"), "-o", str(out)],
+            "experiment": ["experiment", str(REPO / "configs/experiments/sample.yaml"), "--output-dir", str(out)]}[kind]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with another_run_writing(out, "rerank train --config a.yaml") as first:
+        assert main(["-q", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write: another run is writing it (rerank train --config a.yaml: pid " in err
+    assert f"pid {first.pid} on " in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, no lock file left
+
+
+# -- a full disk while torch writes
+
+
+def _averageable(directory: Path, words: int = 1000) -> Path:
+    """A model directory (of about 150 KB: a vocabulary of ``words``) with two kept checkpoints to average."""
+    vocabulary = Vocabulary([*SPECIALS, *(f"w{i}" for i in range(words))])
+    save_model_dir(directory, tiny_model(tiny_config(), len(vocabulary), len(vocabulary)), vocabulary, vocabulary)
+    state = load_state(directory / "model.pt")["model"]
+    for updates in (1, 2):
+        checkpoint_path(directory, updates).parent.mkdir(exist_ok=True)
+        save_state({"model": {name: value + updates for name, value in state.items()}},
+                   checkpoint_path(directory, updates))
+    history = [{"updates": 1.0, "valid_ppl": 3.0}, {"updates": 2.0, "valid_ppl": 2.0}]
+    save_state({"progress": {"history": history}}, directory / CHECKPOINT)
+    return directory
+
+
+def test_average_into_a_64k_file_system_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = _averageable(tmp_path / "m")
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 64 KiB tmpfs needs root (the file-size limit test covers the rest)")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True,
+                             text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        assert main(["-q", "average", str(source), str(small / "avg"), "--last", "2"]) == 2
+        assert capsys.readouterr().err == (f"rerank: error: {small / 'avg' / 'model.pt'}: cannot write: No space left "
+                                           "on device; nothing was kept\n")
+        assert list(small.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+def _file_size_limit(size: int) -> Callable[[], None]:
+    def limit() -> None:  # in the child, before rerank starts: a write beyond it fails with EFBIG
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    return limit
+
+
+def test_average_beyond_the_file_size_limit_is_one_clear_error(tmp_path: Path) -> None:
+    """The same without root: RLIMIT_FSIZE (``ulimit -f``) makes the model's write fail as a full disk does."""
+    source = _averageable(tmp_path / "m")
+    done = subprocess.run([sys.executable, "-m", "rerank", "-q", "average", str(source), str(tmp_path / "avg"),
+                           "--last", "2"], cwd=REPO, capture_output=True, text=True, check=False,
+                          preexec_fn=_file_size_limit(50_000), env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 2
+    model = tmp_path / "avg" / "model.pt"
+    assert done.stderr == f"rerank: error: {model}: cannot write: File too large; nothing was kept\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]

@@ -4,19 +4,27 @@ result's BLEU that of its weights, and the figures written where Moses and the s
 from __future__ import annotations
 
 import json
+import logging
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 from sacrebleu.metrics import BLEU
 
+from rerank.cli import _terminate
 from rerank.config import with_overrides
 from rerank.errors import FormatError, RerankError
+from rerank.formats.files import committed_together
 from rerank.formats.moses_ini import MosesIni
+from rerank.formats.weights import save_weights
 from rerank.rescore.rerank import rerank_nbest
 from rerank.tune.config import TuneConfig
 from rerank.tune.tuning import Tuning, read_references, write_cv_report, write_moses_ini
 
 FAST = with_overrides(TuneConfig(), {"mert.restarts": 2})
+TUNE = Path(__file__).resolve().parents[2] / "data" / "tune"
 
 
 def test_references_must_have_as_many_lines_as_the_first(tmp_path: Path) -> None:
@@ -62,3 +70,28 @@ def test_the_tuned_weights_in_a_moses_ini_and_the_cross_validation_as_json(multi
     report = json.loads((tmp_path / "cv.json").read_text())
     assert report["bleu"] == crossed.cross_validated.bleu and report["tuning_bleu"] == crossed.bleu.score
     assert report["chosen"] is None and report["candidates"] == {}
+
+
+def test_tune_stopped_by_sigterm_before_its_renames_never_says_it_wrote_its_moses_ini(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``rerank tune``'s last step, its weights and its moses.ini committed together, with a real SIGTERM (rerank's
+    handler, which unwinds) after both are written but before their renames: neither is there, and nothing says
+    "wrote". Once the renames are made, the moses.ini is said written."""
+    ini = MosesIni.read(TUNE / "moses.ini")
+    weights = {"lm": (0.25,), "w": (-0.5,)}
+    out = tmp_path / "t.moses.ini"
+    caplog.set_level(logging.INFO, logger="rerank")
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with pytest.raises(SystemExit), committed_together():
+            save_weights(weights, tmp_path / "t.yaml")
+            write_moses_ini(ini, weights, out)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises first
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert list(tmp_path.iterdir()) == [] and "wrote" not in caplog.text
+    with committed_together():
+        write_moses_ini(ini, weights, out)
+        assert "wrote" not in caplog.text
+    assert f"wrote {out}" in caplog.text and "lm= 0.25" in out.read_text()
