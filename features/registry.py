@@ -14,6 +14,8 @@ from typing import Any, cast
 from rerank.config import from_dict
 from rerank.errors import ConfigError, did_you_mean
 from rerank.features.cslm import ContinuousSpaceLM
+from rerank.features.ctranslate2 import CTranslate2Model
+from rerank.features.hf import HuggingFaceModel
 from rerank.features.language_model import LanguageModel
 from rerank.features.mbr import ConsensusScore
 from rerank.features.nmt import NeuralTranslationModel
@@ -28,12 +30,14 @@ FEATURES: dict[str, type[Any]] = {
     "nmt": NeuralTranslationModel,
     "cslm": ContinuousSpaceLM,
     "mbr": ConsensusScore,
+    "hf": HuggingFaceModel,
+    "ctranslate2": CTranslate2Model,
 }
 
 
 # The keys of the kinds' configs that name files or model directories (a config file's found from its own
 # directory too: rerank.config.resolved_input).
-FILE_KEYS = ("path", "vocab", "corpus", "model", "lm")
+FILE_KEYS = ("path", "vocab", "corpus", "model", "lm", "tokenizer")
 
 
 def _paths(value: object) -> tuple[str, ...]:

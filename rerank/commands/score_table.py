@@ -8,6 +8,10 @@ would have anyway, and the value is never 0, whose log is -inf for the other too
 tables. Every other byte of each line stays as it was, and the lines keep their order. The
 table is streamed: memory stays flat whatever its size.
 
+With --feature YAML in place of --model, the value is a feature's, as score-nbest's configs give it: a
+pretrained model's (kind hf or ctranslate2: see docs/guide/pretrained-models.md) or an nmt feature's,
+its ln p(target | source) (or, with channel: true, ln p(source | target)), one value.
+
 With --moses-ini, a moses.ini is also written in which the table has one more feature
 (num-features), one more weight (--weight) and the new table as its path.
 
@@ -46,15 +50,18 @@ logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output", "moses_ini_out")
-INPUTS = ("input", "model", "moses_ini")
+INPUTS = ("input", "model", "feature", "moses_ini")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="TABLE", help="Moses phrase table, text (.gz allowed; - for stdin)")
     parser.add_argument("-o", "--output", required=True, action=StoreOnce, metavar="OUT",
                         help="the table with the added score (.gz for gzip; - for stdout)")
-    parser.add_argument("--model", required=True, action=StoreOnce, metavar="DIR",
-                        help="model directory written by rerank train")
+    scorer = parser.add_mutually_exclusive_group(required=True)
+    scorer.add_argument("--model", action=StoreOnce, metavar="DIR", help="model directory written by rerank train")
+    scorer.add_argument("--feature", action=StoreOnce, metavar="YAML",
+                        help="a file holding one feature (kind hf, ctranslate2 or nmt, and its keys) whose ln p is "
+                             "the value")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
     add_shard_argument(parser, "lines", input_option="input", same_output=("threads", "table", "weight", "overlap"))
     add_moses_ini_arguments(parser)
@@ -116,6 +123,13 @@ def run(args: argparse.Namespace) -> int:
     from rerank.scoring.table import score_phrase_table, table_moses_ini
 
     check_moses_ini_options(args)
+    spec = None  # the feature of --feature, read and checked before anything loads
+    if args.feature is not None:
+        from rerank.features.phrase_table import read_table_feature
+
+        spec = read_table_feature(args.feature, {"max_tokens": args.max_tokens, "precision": args.precision,
+                                                 "threads": args.threads,
+                                                 "device": None if args.device == "cpu" else args.device})
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
     cluster = ray_cluster(args)
@@ -140,7 +154,13 @@ def run(args: argparse.Namespace) -> int:
                 torch.set_num_threads(args.threads)
             scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
                                                        "precision": args.precision})
-            if cluster is not None and num_scores is not None:
+            if spec is not None:
+                from rerank.features.phrase_table import FeatureTableScorer
+
+                score_phrase_table(entries, FeatureTableScorer(spec.build(), scoring), table=args.input,
+                                   output=args.output, encoding=args.encoding, show_progress=not args.quiet,
+                                   count=reader is None, overlap=args.overlap)
+            elif cluster is not None and num_scores is not None:
                 from rerank.scoring.ray_table import score_phrase_table_ray
 
                 score_phrase_table_ray(args.input, args.model, output=args.output, cluster=cluster,
@@ -171,6 +191,8 @@ def ray_cluster(args: argparse.Namespace) -> RayCluster | None:
     from rerank.scoring.ray_table import RayCluster
 
     options = [name for name in ("ray_workers", "ray_worker_cpus", "ray_worker_gpus") if getattr(args, name)]
+    if args.ray is not None and args.feature is not None:
+        raise RerankError("--ray scores with a model of rerank train's (--model), not with --feature")
     if args.ray is None:
         if options:
             raise RerankError(f"--{options[0].replace('_', '-')} is for --ray")

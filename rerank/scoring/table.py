@@ -19,7 +19,8 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -29,13 +30,25 @@ from rerank.formats.moses_ini import MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.shards import WHITESPACE, starts_table_segment
+from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
-from rerank.scoring.pairs import PreparedWindow, Scorer, windows
+from rerank.scoring.pairs import ScoringConfig, windows
 
 logger = logging.getLogger(__name__)
 
 
-def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
+class TableScorer(Protocol):
+    """What scores a table's pairs a window at a time: a :class:`~rerank.scoring.pairs.Scorer`, or a feature's
+    scorer (:mod:`rerank.features.phrase_table`)."""
+
+    config: ScoringConfig  # its windows
+
+    def prepare(self, pairs: Sequence[Pair]) -> Any: ...  # a window made ready to score (by a thread beside)
+
+    def score_prepared(self, window: Any) -> np.ndarray: ...  # ln p (P,) of a prepared window
+
+
+def score_phrase_table(entries: Iterable[PhraseEntry], scorer: TableScorer, *, table: str | os.PathLike[str],
                        output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
                        count: bool = True, overlap: bool = True) -> None:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended;
@@ -100,7 +113,7 @@ def absolute_paths(ini: MosesIni, output_ini: str | os.PathLike[str], keep: str 
 class ScoreAppender:
     """Appends exp(ln p(target | source)) to phrase-table entries; counts the values it floored."""
 
-    def __init__(self, scorer: Scorer, table: str, encoding: str = "utf-8"):
+    def __init__(self, scorer: TableScorer, table: str, encoding: str = "utf-8"):
         self.scorer = scorer
         self.table = table
         self.encoding = encoding
@@ -112,7 +125,7 @@ class ScoreAppender:
         for window, prepared in self.prepared_windows(entries):
             yield self.with_values(window, self.scorer.score_prepared(prepared))
 
-    def prepared_windows(self, entries: Iterable[PhraseEntry]) -> Iterator[tuple[list[PhraseEntry], PreparedWindow]]:
+    def prepared_windows(self, entries: Iterable[PhraseEntry]) -> Iterator[tuple[list[PhraseEntry], Any]]:
         """The entries a window of the scorer at a time (each segment of the table apart), with the window's
         ids ready to score."""
         for _, segment in itertools.groupby(entries, key=_Segments(self.encoding)):
