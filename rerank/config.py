@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import inspect
 import io
 import math
 import os
@@ -336,7 +337,8 @@ def config_keys(cls: type[Any], prefix: str = "", under_optional: bool = False) 
             default = repr(f.default_factory())
         else:
             default = None
-        yield ConfigKey(path, hint, default, cls, f.name, under_optional)
+        owner = next(c for c in cls.__mro__ if f.name in inspect.get_annotations(c))  # a base may declare it
+        yield ConfigKey(path, hint, default, owner, f.name, under_optional)
 
 
 def describe_keys(cls: type[Any]) -> list[str]:
