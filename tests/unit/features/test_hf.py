@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import nbest_pairs
 
 from rerank.errors import ConfigError, RerankError
 from rerank.features.registry import build_feature, read_spec
@@ -19,15 +20,7 @@ pytest.importorskip("transformers", reason="the hf extra is not installed: pip i
 
 def slice_pairs(multi30k_slice: dict[str, Path], count: int = 12) -> list[tuple[list[str], list[str]]]:
     """Sources and Moses' hypotheses of the slice's first sentences, three hypotheses each (tokenized, escaped)."""
-    from rerank.formats.nbest import read_nbest
-
-    sources = multi30k_slice["source"].read_text(encoding="utf-8").splitlines()
-    pairs, seen = [], {}
-    for entry in read_nbest(multi30k_slice["nbest"]):
-        seen[entry.sentence_id] = seen.get(entry.sentence_id, 0) + 1
-        if seen[entry.sentence_id] <= 3:
-            pairs.append((sources[entry.sentence_id].split(), list(entry.tokens)))
-    return pairs[:count]
+    return nbest_pairs(multi30k_slice["nbest"], multi30k_slice["source"], 3, count)
 
 
 def loss_log_prob(model: Path, source: str, target: str) -> float:
