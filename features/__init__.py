@@ -22,6 +22,7 @@ its commands, at run time.
 ``language_model``: an n-gram language model through KenLM, as Moses' KENLM feature.
 ``mbr``: consensus features: expected BLEU or chrF against the rest of the list.
 ``nmt``: a translation model's ln p(hypothesis | source), one model or an ensemble.
+``phrase_table``: a feature's ln p as a phrase table's new column (``score-table --feature``).
 ``pretrained``: what ``hf`` and ``ctranslate2`` share: Moses' text detokenized for the model's tokenizer.
 ``registry``: every feature kind by its YAML name.
 ``word_penalty``: Moses' word penalty, and the count of words outside a shortlist.
