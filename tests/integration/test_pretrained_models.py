@@ -137,3 +137,21 @@ def test_no_model_and_an_unreadable_sentence_exit_2(pretrained_models: dict[str,
         assert re.search(r"expected sentences of at most 256 subwords \(the model's positions\), got \d+ for "
                          r"'a dog runs a dog runs", one_line_error(err)), err
     assert not output.exists()
+
+
+def test_score_table_refuses_a_feature_of_two_values_and_ray(pretrained_models: dict[str, Path],
+                                                            multi30k_slice: dict[str, Path], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    feature = tmp_path / "per-word.yaml"
+    feature.write_text(yaml.safe_dump(pretrained("hf", pretrained_models["hf"], per_word=True)), encoding="utf-8")
+    output = tmp_path / "table.gz"
+    command = ["score-table", multi30k_slice["phrase_table"], "--feature", feature, "-o", output]
+    code, err = run(command, capsys)
+    assert code == 2 and one_line_error(err).endswith("got kind hf with per_word")
+    feature.write_text(yaml.safe_dump(pretrained("hf", pretrained_models["hf"])), encoding="utf-8")
+    code, err = run([*command, "--ray", "local"], capsys)
+    assert code == 2 and "--ray scores with a model of rerank train's (--model), not with --feature" in err
+    with pytest.raises(SystemExit) as exited:
+        run([*command[:2], "--model", pretrained_models["hf"], *command[2:]], capsys)
+    assert exited.value.code == 2 and "argument --feature: not allowed with argument --model" in capsys.readouterr().err
+    assert not output.exists()
