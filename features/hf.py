@@ -17,7 +17,8 @@ class HuggingFaceModel(PretrainedModel):
     Marian models, NLLB, M2M-100, mBART, T5, a model of one's own saved with ``save_pretrained``);
     nothing is downloaded. Moses' text is detokenized first (see :mod:`rerank.features.pretrained`).
     ln p is the sum of the log-softmax of the hypothesis' tokens under teacher forcing, the end of
-    sentence included: the model's own loss times the number of tokens. With ``channel``, the model
+    sentence included: the model's own loss times the number of tokens. The hypotheses of a batch that share
+    a source share its encoding. With ``channel``, the model
     translates the other way and the feature is ln p(source | hypothesis); with ``per_word``, a second
     value divides the sum by Moses' tokens plus one, as ``nmt``'s does. The label is ``HF0``
     (``HFChan0`` for a channel model) unless ``name`` says otherwise. ``--threads`` sets torch's.
@@ -58,12 +59,18 @@ class HuggingFaceModel(PretrainedModel):
                         counted: list[list[bool]]) -> np.ndarray:
         import torch
 
+        distinct: dict[tuple[int, ...], int] = {}  # the hypotheses of a sentence share its source: encoded once
+        row_of = torch.tensor([distinct.setdefault(tuple(source), len(distinct)) for source in sources])
         with torch.inference_mode():
-            source = torch.from_numpy(padded(sources, self.pad)).to(self.device)
-            mask = torch.from_numpy(padded([[1] * len(s) for s in sources], 0)).to(self.device)
+            source = torch.from_numpy(padded(list(distinct), self.pad)).to(self.device)
+            mask = torch.from_numpy(padded([[1] * len(s) for s in distinct], 0)).to(self.device)
+            encoded = self.model.get_encoder()(input_ids=source, attention_mask=mask).last_hidden_state
+            row_of = row_of.to(self.device)
             labels = torch.from_numpy(padded(targets, self.pad)).to(self.device)
             counts = torch.from_numpy(padded(counted, False, bool)).to(self.device)
             decoder_input_ids = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
-            logits = self.model(input_ids=source, attention_mask=mask, decoder_input_ids=decoder_input_ids).logits
+            logits = self.model(encoder_outputs=(encoded.index_select(0, row_of),),
+                                attention_mask=mask.index_select(0, row_of),
+                                decoder_input_ids=decoder_input_ids).logits
             log_probs = torch.log_softmax(logits.float(), dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
             return (log_probs.double() * counts).sum(dim=1).cpu().numpy()
