@@ -42,3 +42,13 @@ def test_padding_and_positions(tmp_path: Path) -> None:
     model_directory(str(tmp_path), "config.json", "a model", "here")
     with pytest.raises(RerankError, match=r"^here: .* is not a model \(it has no model.bin\)$"):
         model_directory(str(tmp_path), "model.bin", "a model", "here")
+
+
+def test_the_optional_packages_load_only_with_a_feature_that_needs_them() -> None:
+    import subprocess
+
+    code = ("import sys, rerank.cli, rerank.features.registry, rerank.commands.score_table; "
+            "print(sorted(m for m in ('transformers', 'ctranslate2', 'sacremoses') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
