@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,12 +49,14 @@ class HuggingFaceModel(PretrainedModel):
         except Exception as e:  # transformers raises OSError, ValueError, KeyError, ... for what it cannot load
             raise RerankError(f"{where}: {config.model} holds no sequence-to-sequence model that loads "
                               f"({type(e).__name__}: {shorten(str(e), 120)})") from None
-        if not hasattr(model, "prepare_decoder_input_ids_from_labels"):
-            raise RerankError(f"{where}: {type(model).__name__} cannot say how its decoder reads a target "
-                              "(no prepare_decoder_input_ids_from_labels)")
+        start = model.config.decoder_start_token_id
+        if not hasattr(model, "prepare_decoder_input_ids_from_labels") and start is None:
+            raise RerankError(f"{where}: {type(model).__name__} says neither how its decoder reads a target "
+                              "(prepare_decoder_input_ids_from_labels) nor its decoder_start_token_id")
         self.model = model.to(self.device).eval()
         pad = self.tokenizer.pad_token_id
         self.pad = int(pad if pad is not None else model.config.pad_token_id or 0)
+        self.start = start
 
     def batch_log_probs(self, sources: list[list[int]], targets: list[list[int]],
                         counted: list[list[bool]]) -> np.ndarray:
@@ -68,9 +71,19 @@ class HuggingFaceModel(PretrainedModel):
             row_of = row_of.to(self.device)
             labels = torch.from_numpy(padded(targets, self.pad)).to(self.device)
             counts = torch.from_numpy(padded(counted, False, bool)).to(self.device)
-            decoder_input_ids = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
+            decoder_input_ids = self.decoder_input_ids(labels)
             logits = self.model(encoder_outputs=(encoded.index_select(0, row_of),),
                                 attention_mask=mask.index_select(0, row_of),
                                 decoder_input_ids=decoder_input_ids).logits
             log_probs = torch.log_softmax(logits.float(), dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
             return (log_probs.double() * counts).sum(dim=1).cpu().numpy()
+
+    def decoder_input_ids(self, labels: Any) -> Any:
+        """What the decoder reads to predict ``labels``, as the model's loss has it: the model's own shift, or
+        (M2M-100, NLLB) the labels shifted right behind the decoder's start token."""
+        if hasattr(self.model, "prepare_decoder_input_ids_from_labels"):
+            return self.model.prepare_decoder_input_ids_from_labels(labels=labels)
+        shifted = labels.new_full(labels.shape, self.pad)
+        shifted[:, 1:] = labels[:, :-1]
+        shifted[:, 0] = self.start
+        return shifted

@@ -121,9 +121,10 @@ class PretrainedModel:
         self.read_text = MosesText(languages[0], config.detokenize)
         self.predicted_text = MosesText(languages[1], config.detokenize)
         self.tokenizer = load_tokenizer(tokenizer_directory, *codes, where=self.where)
-        special = set(self.tokenizer.all_special_ids)
-        self.forced = special - {self.tokenizer.eos_token_id, self.tokenizer.unk_token_id}
+        # what the tokenizer puts around every target but its end of sentence: a language code the model is made
+        # to start with (NLLB, M2M-100, mBART), not counted
         self.max_positions = max_positions(tokenizer_directory)
+        self.forced = set(self._ids([""], target=True)[0]) - {self.tokenizer.eos_token_id}
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
         if self.config.channel:
@@ -195,8 +196,9 @@ def load_tokenizer(directory: str, read_code: str | None, predicted_code: str | 
     except Exception as e:  # transformers raises OSError, ValueError, KeyError, ... for a directory it cannot read
         raise RerankError(f"{where}: {directory} holds no Hugging Face tokenizer that loads "
                           f"({type(e).__name__}: {shorten(str(e), 120)})") from None
-    for key, code in codes.items():
-        if tokenizer.convert_tokens_to_ids(code) in (None, tokenizer.unk_token_id):
+    for key, code in codes.items():  # a code is a token of its own (NLLB's, mBART's), or M2M-100's __code__
+        if all(tokenizer.convert_tokens_to_ids(token) in (None, tokenizer.unk_token_id)
+               for token in (code, f"__{code}__")):
             raise RerankError(f"{where}: the tokenizer of {directory} has no language code {code!r} "
                               f"({'source' if key == 'src_lang' else 'target'}_code)")
     return tokenizer

@@ -174,3 +174,34 @@ def ctranslate2_conversion(model: Path, output: Path, quantization: str | None =
              or path.name == "tokenizer_config.json"]
     TransformersConverter(str(model), copy_files=files).convert(str(output), quantization=quantization, force=True)
     return output
+
+
+def tiny_m2m(directory: Path, lines: Iterable[str], seed: int = 0) -> Path:
+    """A random M2M-100 model (a multilingual model: its target starts with the language's code, ``__fr__``)
+    and its tokenizer saved in ``directory``, its SentencePiece model trained on ``lines``."""
+    import json
+
+    import sentencepiece as spm
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / "sentencepiece.bpe.model"
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(list(lines)), model_prefix=str(model_file.with_suffix("")),
+                                   vocab_size=60, model_type="unigram", character_coverage=1.0, pad_id=-1, bos_id=-1,
+                                   eos_id=-1, unk_id=0, hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    pieces = spm.SentencePieceProcessor(model_file=str(model_file))
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece in (pieces.id_to_piece(i) for i in range(pieces.get_piece_size())):
+        vocab.setdefault(piece, len(vocab))
+    (directory / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    tokenizer = M2M100Tokenizer(str(directory / "vocab.json"), str(model_file), src_lang="en", tgt_lang="fr")
+    torch.manual_seed(seed)
+    config = M2M100Config(vocab_size=256, d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                          max_position_embeddings=256, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                          decoder_start_token_id=2)  # 256 ids: the pieces' and the 100 languages' codes after them
+    M2M100ForConditionalGeneration(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

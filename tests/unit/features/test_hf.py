@@ -120,3 +120,34 @@ def test_config_errors() -> None:
         read_spec({**spec(Path(".")), "device": "gpu"})
     with pytest.raises(ConfigError, match=r"missing required key 'hf.target_language'"):
         read_spec({"kind": "hf", "model": ".", "source_language": "en"})
+
+
+def test_a_multilingual_models_language_codes(multi30k_slice: dict[str, Path], tmp_path: Path) -> None:
+    """M2M-100: the codes reach the tokenizer (the source starts with __en__, the target with __fr__), and the
+    target's code, which generation forces, is not counted: the loss over the other tokens."""
+    import torch
+    from tiny_models import tiny_m2m
+    from transformers import AutoTokenizer, M2M100ForConditionalGeneration
+    from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
+
+    lines = [line for key in ("source", "reference") for line in
+             multi30k_slice[key].read_text(encoding="utf-8").splitlines()]
+    model = tiny_m2m(tmp_path / "m2m", lines)
+    pairs = slice_pairs(multi30k_slice, 4)
+    feature = build_feature(spec(model, source_code="en", target_code="fr", per_word=True))
+    values = feature.score(pairs)
+    tokenizer = AutoTokenizer.from_pretrained(model, src_lang="en", tgt_lang="fr")
+    loaded = M2M100ForConditionalGeneration.from_pretrained(model).eval()
+    for (source, hypothesis), (value, per_word) in zip(pairs, values, strict=True):
+        encoded = tokenizer(detokenized(source, "en"), text_target=detokenized(hypothesis, "fr"), return_tensors="pt")
+        labels = encoded["labels"].clone()
+        assert encoded["input_ids"][0, 0] == tokenizer.convert_tokens_to_ids("__en__")
+        assert labels[0, 0] == tokenizer.convert_tokens_to_ids("__fr__")
+        decoder_input_ids = shift_tokens_right(labels, 1, 2)
+        labels[0, 0] = -100  # the forced language code
+        with torch.no_grad():
+            loss = loaded(input_ids=encoded["input_ids"], decoder_input_ids=decoder_input_ids, labels=labels).loss
+        assert value == pytest.approx(-float(loss) * (labels.shape[1] - 1), rel=1e-6, abs=1e-5)
+        assert per_word == pytest.approx(value / (len(hypothesis) + 1))
+    swapped = build_feature(spec(model, source_code="en", target_code="de")).score(pairs)  # another target code
+    assert np.abs(swapped[:, 0] - values[:, 0]).min() > 1e-4  # the decoder read __de__ before the hypothesis
