@@ -121,9 +121,9 @@ class PretrainedModel:
         self.read_text = MosesText(languages[0], config.detokenize)
         self.predicted_text = MosesText(languages[1], config.detokenize)
         self.tokenizer = load_tokenizer(tokenizer_directory, *codes, where=self.where)
+        self.max_positions = max_positions(tokenizer_directory)
         # what the tokenizer puts around every target but its end of sentence: a language code the model is made
         # to start with (NLLB, M2M-100, mBART), not counted
-        self.max_positions = max_positions(tokenizer_directory)
         self.forced = set(self._ids([""], target=True)[0]) - {self.tokenizer.eos_token_id}
 
     def score(self, pairs: Sequence[Pair]) -> np.ndarray:
