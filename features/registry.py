@@ -15,6 +15,8 @@ from typing import Any, cast
 from rerank.config import from_dict
 from rerank.errors import ConfigError, did_you_mean, did_you_mean_path
 from rerank.features.cslm import ContinuousSpaceLM
+from rerank.features.ctranslate2 import CTranslate2Model
+from rerank.features.hf import HuggingFaceModel
 from rerank.features.language_model import LanguageModel
 from rerank.features.mbr import ConsensusScore
 from rerank.features.nmt import NeuralTranslationModel
@@ -31,14 +33,16 @@ FEATURES: dict[str, type[Any]] = {
     "nmt": NeuralTranslationModel,
     "cslm": ContinuousSpaceLM,
     "mbr": ConsensusScore,
+    "hf": HuggingFaceModel,
+    "ctranslate2": CTranslate2Model,
 }
 
 
 # The keys of the kinds' configs that name files or model directories (a config file's found from its own
 # directory too: rerank.config.resolved_input).
-FILE_KEYS = ("path", "vocab", "corpus", "model", "lm")
+FILE_KEYS = ("path", "vocab", "corpus", "model", "lm", "tokenizer")
 # The keys that say how a feature computes, not what: left out of the record of a scored list.
-HOW_KEYS = ("name", "device", "max_tokens", "window")
+HOW_KEYS = ("name", "device", "max_tokens", "window", "threads")
 
 
 def _paths(value: object) -> tuple[str, ...]:
@@ -101,8 +105,10 @@ def scored_record(specs: Sequence[FeatureSpec], source: str | os.PathLike[str] |
 
 
 def _read_file(path: str) -> dict[str, Any]:
-    """A file's entry in a record; a model directory's is its weights'."""
-    return file_entry(path, os.path.join(path, WEIGHTS) if os.path.isdir(path) else None)
+    """A file's entry in a record; a model directory's is its weights' (rerank's), or its files' (a pretrained
+    model's)."""
+    weights = os.path.join(path, WEIGHTS)
+    return file_entry(path, weights if os.path.isdir(path) and os.path.exists(weights) else None)
 
 
 def read_spec(spec: Mapping[str, Any], source: str = "config") -> FeatureSpec:

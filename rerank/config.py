@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import inspect
 import io
 import math
 import os
@@ -211,7 +212,7 @@ def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:
 INPUT_KEYS = frozenset({
     "path", "vocab", "corpus", "model", "lm", "prepared", "source", "target", "reference", "nbest", "ini",
     "language_model", "phrase_table", "decoder", "filter_script", "mert_moses", "encdec", "rnnsearch",
-    "right_to_left", "channel", "cslm"})
+    "right_to_left", "channel", "cslm", "tokenizer"})
 
 
 def load_config_data(path: str | os.PathLike[str]) -> Any:
@@ -349,7 +350,8 @@ def config_keys(cls: type[Any], prefix: str = "", under_optional: bool = False) 
             default = repr(f.default_factory())
         else:
             default = None
-        yield ConfigKey(path, hint, default, cls, f.name, under_optional)
+        owner = next(c for c in cls.__mro__ if f.name in inspect.get_annotations(c))  # a base may declare it
+        yield ConfigKey(path, hint, default, owner, f.name, under_optional)
 
 
 def describe_keys(cls: type[Any]) -> list[str]:

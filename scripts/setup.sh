@@ -4,8 +4,9 @@
 # install (.venv/.rerank-installed holds their hash), it does nothing and prints nothing.
 #
 # usage: bash scripts/setup.sh [EXTRAS]   (default "test": pytest, ruff, mypy; scripts/test.sh adds
-#        "docs", MkDocs for the site, and "ray", Ray Data for score-table --ray, about 500 MB, which
-#        the tests run on a local cluster)
+#        "docs", MkDocs for the site, "ray", Ray Data for score-table --ray, about 500 MB, which
+#        the tests run on a local cluster, and "hf" and "ctranslate2", the pretrained models' features:
+#        transformers, CTranslate2 and sacremoses)
 #
 # Quiet: what pip and apt print goes to .venv/setup.log, shown (its end) only when a step fails.
 #

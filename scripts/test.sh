@@ -5,7 +5,7 @@
 # (mkdocs build --strict, into the ignored site/), and the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh test,docs,ray
+bash scripts/setup.sh test,docs,ray,hf,ctranslate2
 .venv/bin/ruff check .
 .venv/bin/mypy
 bash scripts/check_package.sh

@@ -98,3 +98,21 @@ def slice_table_model(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.
     trg_vocab = Vocabulary.build((e.target.split() for e in entries), 150)
     model = tiny_model(tiny_config("rnnsearch"), len(src_vocab), len(trg_vocab), dtype=torch.float32)
     return save_model_dir(tmp_path_factory.mktemp("model") / "rnnsearch", model, src_vocab, trg_vocab)
+
+
+@pytest.fixture(scope="session")
+def pretrained_models(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny random Marian models as OPUS-MT ships them (``tiny_marian``), their SentencePiece model trained on the
+    slice's sources and references: ``hf`` (en-fr), ``hf_reverse`` (fr-en, for the channel), and ``ct2`` and
+    ``ct2_reverse``, the two converted for CTranslate2 with their tokenizers' files. Skips without the extras."""
+    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install 'rerank-moses[hf]'")
+    pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installed")
+    from tiny_models import ctranslate2_conversion, tiny_marian
+
+    lines = [line for key in ("source", "reference", "val_source", "val_reference")
+             for line in multi30k_slice[key].read_text(encoding="utf-8").splitlines()]
+    root = tmp_path_factory.mktemp("pretrained")
+    models = {"hf": tiny_marian(root / "hf", lines), "hf_reverse": tiny_marian(root / "hf-reverse", lines, seed=1)}
+    models["ct2"] = ctranslate2_conversion(models["hf"], root / "ct2")
+    models["ct2_reverse"] = ctranslate2_conversion(models["hf_reverse"], root / "ct2-reverse")
+    return models

@@ -52,6 +52,21 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
 
 
+def nbest_pairs(nbest: Path, source: Path, per_sentence: int = 3, count: int = 12) -> list[tuple[list[str], list[str]]]:
+    """The first ``count`` (source, hypothesis) pairs of an n-best list, ``per_sentence`` hypotheses of each
+    sentence, as Moses wrote them (tokenized, escaped)."""
+    from rerank.formats.nbest import read_nbest
+
+    sources = source.read_text(encoding="utf-8").splitlines()
+    pairs: list[tuple[list[str], list[str]]] = []
+    taken: collections.Counter[int] = collections.Counter()
+    for entry in read_nbest(nbest):
+        taken[entry.sentence_id] += 1
+        if taken[entry.sentence_id] <= per_sentence:
+            pairs.append((sources[entry.sentence_id].split(), list(entry.tokens)))
+    return pairs[:count]
+
+
 def hypothesis_pairs(sentences: list[str]) -> list[tuple[tuple[str, ...], list[str]]]:
     """Each sentence as a hypothesis without a source, as a target-side feature scores it."""
     return [((), s.split()) for s in sentences]

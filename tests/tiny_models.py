@@ -119,3 +119,89 @@ def search_ids(model: Seq2Seq, sources: list[list[int]], nbest: int = 3) -> list
     sentences = [[vocab.tokens[i] for i in source] for source in sources]
     config = SearchConfig(beam_size=4, nbest=nbest)
     return [[(h.tokens, h.score) for h in hypotheses] for hypotheses in translate(model, vocab, sentences, config)]
+
+
+def tiny_marian(directory: Path, lines: Iterable[str], vocab_size: int = 60, d_model: int = 8, layers: int = 1,
+                ffn: int = 16, heads: int = 2, max_positions: int = 256, seed: int = 0) -> Path:
+    """A random Marian (OPUS-MT) model and its tokenizer saved with ``save_pretrained`` in ``directory``, as a
+    downloaded OPUS-MT model is: a SentencePiece model trained on ``lines`` (both sides share it), its pieces
+    in vocab.json with ``<pad>`` last. The ``<pad>`` logit is pushed to -100, as in a trained model, which never
+    predicts it: CTranslate2 drops ``<pad>`` from the vocabulary and so from its softmax."""
+    import json
+    import shutil
+
+    import sentencepiece as spm
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    directory.mkdir(parents=True, exist_ok=True)
+    prefix = directory / "spm"
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(list(lines)), model_prefix=str(prefix),
+                                   vocab_size=vocab_size, model_type="unigram", character_coverage=1.0,
+                                   pad_id=-1, bos_id=-1, eos_id=1, unk_id=0, hard_vocab_limit=False,
+                                   num_threads=1, minloglevel=2)
+    pieces = spm.SentencePieceProcessor(model_file=f"{prefix}.model")
+    vocab = {"</s>": 0, "<unk>": 1}
+    for piece in (pieces.id_to_piece(i) for i in range(pieces.get_piece_size())):
+        vocab.setdefault(piece, len(vocab))
+    vocab["<pad>"] = len(vocab)
+    for name in ("source.spm", "target.spm"):
+        shutil.copy(f"{prefix}.model", directory / name)
+    (directory / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    for suffix in (".model", ".vocab"):
+        Path(f"{prefix}{suffix}").unlink()
+    tokenizer = MarianTokenizer(str(directory / "source.spm"), str(directory / "target.spm"),
+                                str(directory / "vocab.json"))
+    torch.manual_seed(seed)
+    config = MarianConfig(vocab_size=len(vocab), d_model=d_model, encoder_layers=layers, decoder_layers=layers,
+                          encoder_attention_heads=heads, decoder_attention_heads=heads, encoder_ffn_dim=ffn,
+                          decoder_ffn_dim=ffn, max_position_embeddings=max_positions, pad_token_id=len(vocab) - 1,
+                          eos_token_id=0, decoder_start_token_id=len(vocab) - 1, forced_eos_token_id=0)
+    model = MarianMTModel(config)
+    model.final_logits_bias[0, config.pad_token_id] = -100.0
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def ctranslate2_conversion(model: Path, output: Path, quantization: str | None = None) -> Path:
+    """The Hugging Face model directory ``model`` converted for CTranslate2 into ``output`` (as
+    ``ct2-transformers-converter --copy_files`` does: with the tokenizer's files beside model.bin)."""
+    from ctranslate2.converters import TransformersConverter
+
+    files = [path.name for path in model.iterdir() if path.name.endswith((".spm", "vocab.json"))
+             or path.name == "tokenizer_config.json"]
+    TransformersConverter(str(model), copy_files=files).convert(str(output), quantization=quantization, force=True)
+    return output
+
+
+def tiny_m2m(directory: Path, lines: Iterable[str], seed: int = 0) -> Path:
+    """A random M2M-100 model (a multilingual model: its target starts with the language's code, ``__fr__``)
+    and its tokenizer saved in ``directory``, its SentencePiece model trained on ``lines``."""
+    import json
+
+    import sentencepiece as spm
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, M2M100Tokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    directory.mkdir(parents=True, exist_ok=True)
+    model_file = directory / "sentencepiece.bpe.model"
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(list(lines)), model_prefix=str(model_file.with_suffix("")),
+                                   vocab_size=60, model_type="unigram", character_coverage=1.0, pad_id=-1, bos_id=-1,
+                                   eos_id=-1, unk_id=0, hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    pieces = spm.SentencePieceProcessor(model_file=str(model_file))
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for piece in (pieces.id_to_piece(i) for i in range(pieces.get_piece_size())):
+        vocab.setdefault(piece, len(vocab))
+    (directory / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+    tokenizer = M2M100Tokenizer(str(directory / "vocab.json"), str(model_file), src_lang="en", tgt_lang="fr")
+    torch.manual_seed(seed)
+    config = M2M100Config(vocab_size=256, d_model=8, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                          decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16,
+                          max_position_embeddings=256, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                          decoder_start_token_id=2)  # 256 ids: the pieces' and the 100 languages' codes after them
+    M2M100ForConditionalGeneration(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory

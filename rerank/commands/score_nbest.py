@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-sentences", type=positive_int, metavar="N",
                         help="sentences scored together (default from the config: 64)")
     parser.add_argument("--threads", type=positive_int, metavar="N",
-                        help="CPU threads of the neural features (default: torch's, all cores)")
+                        help="CPU threads of the neural features (default: torch's, all cores; CTranslate2's)")
     parser.add_argument("--no-overlap", dest="overlap", action="store_false",
                         help="read, parse and write the list in the thread that scores, between blocks, instead of "
                              "in threads beside it (the output is the same)")
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                           "--unk-vocab, --unk-corpus")
     origin = " and ".join([args.config] * bool(args.config) + ["the command line"] * bool(flags))
     specs = read_specs([*config.features, *flags], source=origin)  # labels, kinds, values: no model loaded yet
-    for key in ("precision", "max_tokens"):
+    for key in ("precision", "max_tokens", "threads"):  # threads: a CTranslate2 feature's own (torch's below)
         if getattr(args, key) is not None:
             specs = [dataclasses.replace(spec, config=with_overrides(spec.config, {key: getattr(args, key)}))
                      if hasattr(spec.config, key) else spec for spec in specs]

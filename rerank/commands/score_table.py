@@ -14,6 +14,10 @@ With several --model directories the value is the ensemble's p(target | source):
 models' ln p (the mean of their per-token log-probabilities, as `rerank translate --model A B C` searches
 with them).
 
+With --feature YAML in place of --model, the value is a feature's, as score-nbest's configs give it: a
+pretrained model's (kind hf or ctranslate2: see docs/guide/pretrained-models.md) or an nmt feature's,
+its ln p(target | source) (or, with channel: true, ln p(source | target)), one value.
+
 With --moses-ini, a moses.ini is also written in which the table has one more feature
 (num-features), one more weight (--weight) and the new table as its path.
 
@@ -52,16 +56,20 @@ logger = logging.getLogger(__name__)
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ("output", "moses_ini_out")
-INPUTS = ("input", "model", "moses_ini")
+INPUTS = ("input", "model", "feature", "moses_ini")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("input", metavar="TABLE", help="Moses phrase table, text (.gz allowed; - for stdin)")
     parser.add_argument("-o", "--output", required=True, action=StoreOnce, metavar="OUT",
                         help="the table with the added score (.gz for gzip; - for stdout)")
-    parser.add_argument("--model", required=True, action=StoreOnce, nargs="+", metavar="DIR",
+    scorer = parser.add_mutually_exclusive_group(required=True)
+    scorer.add_argument("--model", action=StoreOnce, nargs="+", metavar="DIR",
                         help="model directory written by rerank train; several: their ensemble's score, the mean of "
                              "their ln p (their vocabularies may differ; their directions may not)")
+    scorer.add_argument("--feature", action=StoreOnce, metavar="YAML",
+                        help="a file holding one feature (kind hf, ctranslate2 or nmt, and its keys) whose ln p is "
+                             "the value")
     parser.add_argument("--encoding", default="utf-8", help="of the table (default: %(default)s)")
     parser.add_argument("--channel", action="store_true",
                         help="the model translates the table's target language into its source language: the "
@@ -136,6 +144,16 @@ def run(args: argparse.Namespace) -> int:
     from rerank.scoring.table import Column, Spread, score_phrase_table, starting_weight, table_moses_ini
 
     check_moses_ini_options(args)
+    spec = None  # the feature of --feature, read and checked before anything loads
+    if args.feature is not None:
+        from rerank.features.phrase_table import read_table_feature
+
+        spec = read_table_feature(args.feature, {"max_tokens": args.max_tokens, "precision": args.precision,
+                                                 "threads": args.threads,
+                                                 "device": None if args.device == "cpu" else args.device})
+        if args.channel or args.per_word:
+            raise RerankError(f"--{'channel' if args.channel else 'per-word'} is for --model: with --feature, the "
+                              "feature's config says what it scores (channel: true)")
     if args.moses_ini is not None and args.output == STDIO:
         raise RerankError("--moses-ini needs -o to be a file: the new moses.ini points to it")
     cluster = ray_cluster(args)
@@ -168,7 +186,13 @@ def run(args: argparse.Namespace) -> int:
             spread = Spread()
             scoring = with_overrides(ScoringConfig(), {"max_tokens": args.max_tokens, "window": args.window,
                                                        "precision": args.precision})
-            if cluster is not None and num_scores is not None:
+            if spec is not None:
+                from rerank.features.phrase_table import FeatureTableScorer
+
+                spread = score_phrase_table(entries, FeatureTableScorer(spec.build(), scoring), table=args.input,
+                                            output=args.output, encoding=args.encoding,
+                                            show_progress=not args.quiet, count=reader is None, overlap=args.overlap)
+            elif cluster is not None and num_scores is not None:
                 from rerank.scoring.ray_table import score_phrase_table_ray
 
                 score_phrase_table_ray(args.input, args.model[0], output=args.output, cluster=cluster,
@@ -194,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
             scores = num_scores + 1 if num_scores is not None else "one more"
             when_written(args.moses_ini_out, lambda: logger.info(  # once it is there, with the table
                 "%s: %s now has %s scores, the last (%s) weighted %g, read from %s", args.moses_ini_out, args.table,
-                scores, column.describe(), weight, os.path.abspath(args.output)))
+                scores, column.describe() if spec is None else f"{spec.label}'s ln p", weight,
+                os.path.abspath(args.output)))
     return 0
 
 
@@ -205,6 +230,8 @@ def ray_cluster(args: argparse.Namespace) -> RayCluster | None:
     from rerank.scoring.ray_table import RayCluster
 
     options = [name for name in ("ray_workers", "ray_worker_cpus", "ray_worker_gpus") if getattr(args, name)]
+    if args.ray is not None and args.feature is not None:
+        raise RerankError("--ray scores with a model of rerank train's (--model), not with --feature")
     if args.ray is None:
         if options:
             raise RerankError(f"--{options[0].replace('_', '-')} is for --ray")

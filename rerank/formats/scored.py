@@ -55,15 +55,17 @@ def has_record(output: str | os.PathLike[str]) -> bool:
 
 
 def content_digest(path: str | os.PathLike[str]) -> str | None:
-    """The SHA-256 of the content of the file ``path`` (of a gzipped file's text), or None where it is not a
-    regular file (stdin, a pipe), whose content cannot be read twice. Kept for the process, by the file's name,
-    inode, size and modification time."""
+    """The SHA-256 of the content of the file ``path`` (of a gzipped file's text), of a directory's files (a
+    pretrained model's: their names and contents, in order), or None where it is neither (stdin, a pipe), whose
+    content cannot be read twice. Kept for the process, by the file's name, inode, size and modification time."""
     if str(path) == STDIO:
         return None
     try:
         info = os.stat(path)
     except OSError:
         return None
+    if stat.S_ISDIR(info.st_mode):
+        return _directory_digest(path)
     if not stat.S_ISREG(info.st_mode):
         return None
     key = (os.path.abspath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
@@ -74,6 +76,14 @@ def content_digest(path: str | os.PathLike[str]) -> str | None:
                 digest.update(chunk)
         _DIGESTS[key] = digest.hexdigest()
     return _DIGESTS[key]
+
+
+def _directory_digest(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(path)):
+        if not name.startswith(".") and (content := content_digest(os.path.join(path, name))) is not None:
+            digest.update(f"{name}\0{content}\0".encode())
+    return digest.hexdigest()
 
 
 def file_entry(path: str | os.PathLike[str], content: str | os.PathLike[str] | None = None) -> dict[str, Any]:

@@ -22,8 +22,9 @@ import itertools
 import logging
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,8 +34,9 @@ from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, PhraseEntry
 from rerank.formats.pipeline import Behind, ahead
 from rerank.formats.shards import WHITESPACE, starts_table_segment
+from rerank.formats.tokens import Pair
 from rerank.progress import progress_bar, summary
-from rerank.scoring.pairs import PreparedWindow, Scorer, windows
+from rerank.scoring.pairs import ScoringConfig, windows
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +127,18 @@ def spread_matched_weight(weights: tuple[float, ...], deviations: np.ndarray) ->
     return float(f"{contribution / deviations[-1]:.6g}")
 
 
-def score_phrase_table(entries: Iterable[PhraseEntry], scorer: Scorer, *, table: str | os.PathLike[str],
+class TableScorer(Protocol):
+    """What scores a table's pairs a window at a time: a :class:`~rerank.scoring.pairs.Scorer`, or a feature's
+    scorer (:mod:`rerank.features.phrase_table`)."""
+
+    config: ScoringConfig  # its windows
+
+    def prepare(self, pairs: Sequence[Pair]) -> Any: ...  # a window made ready to score (by a thread beside)
+
+    def score_prepared(self, window: Any) -> np.ndarray: ...  # ln p (P,) of a prepared window
+
+
+def score_phrase_table(entries: Iterable[PhraseEntry], scorer: TableScorer, *, table: str | os.PathLike[str],
                        output: str | os.PathLike[str], encoding: str = "utf-8", show_progress: bool = True,
                        count: bool = True, overlap: bool = True, column: Column = TARGET_GIVEN_SOURCE) -> Spread:
     """Write the ``entries`` of ``table`` to ``output`` (atomically) with exp(ln p(target | source)) appended
@@ -193,7 +206,8 @@ class ScoreAppender:
     """Appends exp(ln p(target | source)) (or the probability ``column`` names) to phrase-table entries; counts
     the values it floored."""
 
-    def __init__(self, scorer: Scorer, table: str, encoding: str = "utf-8", column: Column = TARGET_GIVEN_SOURCE):
+    def __init__(self, scorer: TableScorer, table: str, encoding: str = "utf-8",
+                 column: Column = TARGET_GIVEN_SOURCE):
         self.scorer = scorer
         self.table = table
         self.encoding = encoding
@@ -207,7 +221,7 @@ class ScoreAppender:
         for window, prepared in self.prepared_windows(entries):
             yield self.with_values(window, self.scorer.score_prepared(prepared))
 
-    def prepared_windows(self, entries: Iterable[PhraseEntry]) -> Iterator[tuple[list[PhraseEntry], PreparedWindow]]:
+    def prepared_windows(self, entries: Iterable[PhraseEntry]) -> Iterator[tuple[list[PhraseEntry], Any]]:
         """The entries a window of the scorer at a time (each segment of the table apart), with the window's
         ids ready to score."""
         for _, segment in itertools.groupby(entries, key=_Segments(self.encoding)):

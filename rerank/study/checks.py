@@ -42,6 +42,7 @@ def check_experiment(config: ExperimentConfig, source: str = "the experiment con
         _check_direction("distill.student", _model_config(student, f"{source}: distill.student"), student, source)
     if config.cslm is not None and Path(config.cslm).is_dir():
         _model_directory(config.cslm, f"{source}: cslm")
+    check_features(config, source)
     for name, split in (("dev", config.dev), ("test", config.test)):
         sources, references = count_lines(split.source), count_lines(split.reference)
         if sources != references:
@@ -63,6 +64,18 @@ def check_experiment(config: ExperimentConfig, source: str = "the experiment con
     except RerankError as e:
         raise RerankError(f"{source}: moses.ini: {e}") from None
     unknown_word_list(config.rnnsearch, f"{source}: rnnsearch")
+
+
+def check_features(config: ExperimentConfig, source: str) -> None:
+    """The config's own ``features``: kinds, keys, files and optional packages, and labels of their own."""
+    from rerank.features.registry import read_specs
+    from rerank.study.rows import CONSENSUS_FEATURES, EXTRA_FEATURES, NEW_FEATURES
+
+    taken = {*NEW_FEATURES, *EXTRA_FEATURES.values(), *CONSENSUS_FEATURES}
+    for spec in read_specs(config.features, f"{source}: features"):
+        if spec.label in taken:
+            raise RerankError(f"{source}: features: the label {spec.label} is the study's own: give the feature "
+                              "another name")
 
 
 def check_files(config: ExperimentConfig, source: str) -> None:

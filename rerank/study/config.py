@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rerank.config import InvalidValue, at_least, from_dict, load_config_data
 from rerank.study.distill import Targets
@@ -131,6 +131,7 @@ class ExperimentConfig:
     right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
     channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
     cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
+    features: tuple[dict[str, Any], ...] = ()  # more features, as rescoring configs give them (kind hf, ...)
     consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
     list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
     rescoring: bool = True  # the rescoring rows on Moses' n-best lists; false: decoder_tuning alone

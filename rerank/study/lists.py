@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from rerank.config import load_config
-from rerank.features.registry import FeatureSpec, read_specs, scored_record
+from rerank.features.registry import FEATURES, FeatureSpec, read_specs, scored_record
 from rerank.formats.dictionaries import phrase_table_dictionary
 from rerank.formats.files import display_name, read_lines
 from rerank.formats.nbest import read_nbest
@@ -49,7 +49,9 @@ def feature_config(config: ExperimentConfig, steps: StepRunner, models: dict[str
         "R2L0": {"kind": "nmt", "model": str(models.get("right_to_left")), "per_word": True},
         "Chan0": {"kind": "nmt", "model": str(models.get("channel")), "channel": True, "per_word": True},
         "CSLM0": {"kind": "cslm", "model": str(models.get("cslm")), "lm": config.moses.language_model}}
-    features += [{"name": label, **extras[label], **device} for label in extra_features(config)]
+    features += [{"name": label, **extras[label], **device} for label in extra_features(config) if label in extras]
+    features += [{**device, **spec} if "device" in FEATURES[spec["kind"]].Config.__dataclass_fields__ else spec
+                 for spec in config.features]  # the config's own: the study's device where the kind has one
     write_file(path, yaml.safe_dump({"features": features}, sort_keys=False))
     return path
 

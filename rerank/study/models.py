@@ -81,7 +81,11 @@ def distill_student(config: ExperimentConfig, steps: StepRunner, models: dict[st
 
 
 def extra_features(config: ExperimentConfig) -> tuple[str, ...]:
-    """The labels of the extra models' features this study has (see :data:`EXTRA_FEATURES`)."""
+    """The labels of the extra models' features this study has (see :data:`EXTRA_FEATURES`), then those of the
+    config's ``features``."""
+    from rerank.features.registry import read_spec
+
     present = {"ensemble": bool(config.ensemble_seeds), "right_to_left": config.right_to_left is not None,
                "channel": config.channel is not None, "cslm": config.cslm is not None}
-    return tuple(label for key, label in EXTRA_FEATURES.items() if present[key])
+    return (*(label for key, label in EXTRA_FEATURES.items() if present[key]),
+            *(read_spec(spec, "features").label for spec in config.features))

@@ -56,6 +56,7 @@ BENCHMARKS = {  # script, its arguments beside --quick, and what its output must
     "bench_forced.py": ([f"--moses-dir={MOSES}"], "per 1,000 hypotheses"),
     "bench_int8_rescoring.py": ([], "int8 − fp32 per hypothesis"),
     "bench_prepare.py": ([], "training at 30,000 pairs against 29k"),
+    "bench_pretrained.py": ([], "ctranslate2 fp32 against hf"),
     "bench_ray.py": ([], "pairs/s"),
     "bench_score_nbest.py": ([], "LM + WP + UNK"),
     "bench_tune.py": ([], "MERT 5 tuning lists"),
@@ -70,6 +71,8 @@ def test_each_benchmark_runs_in_its_quick_mode(script: str, shared_data: Path, t
         pytest.skip(f"{MOSES / 'bin' / 'moses'} not found: this benchmark runs Moses")
     if script == "bench_ray.py" and importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed: pip install 'rerank[ray]'")
+    if script == "bench_pretrained.py" and not all(map(importlib.util.find_spec, ("transformers", "ctranslate2"))):
+        pytest.skip("the hf and ctranslate2 extras are not installed: pip install 'rerank-moses[hf,ctranslate2]'")
     if script == "bench_int8_rescoring.py":
         arguments = [*arguments, "--work", str(tmp_path / "work")]
     output = run([sys.executable, f"bench/{script}", "--quick", *arguments], cwd=REPO)

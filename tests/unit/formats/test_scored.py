@@ -32,9 +32,29 @@ def test_a_digest_is_of_the_text_gzipped_or_not_and_none_for_what_is_not_a_file(
     (tmp_path / "plain").write_text(LINES)
     (tmp_path / "packed.gz").write_bytes(gzip.compress(LINES.encode()))
     assert content_digest(tmp_path / "plain") == content_digest(tmp_path / "packed.gz") == sha256(LINES)
-    assert content_digest("-") is None and content_digest(tmp_path) is None and content_digest(tmp_path / "no") is None
+    assert content_digest("-") is None and content_digest(tmp_path / "no") is None
     (tmp_path / "plain").write_text(LINES + "2 ||| d ||| WP1= -1 ||| -1\n")  # a new size: not the kept digest
     assert content_digest(tmp_path / "plain") != sha256(LINES)
+
+
+def test_a_directory_digest_is_of_its_files_names_and_contents(tmp_path: Path) -> None:
+    """A pretrained model's directory (no model.pt): its copy has its digest; a changed or renamed file, another."""
+    model = tmp_path / "model"
+    (model / "tokenizer").mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "tokenizer" / "vocab.json").write_text('{"a": 0}')
+    (model / ".hidden.lock").write_text("pid 1")
+    digest = content_digest(model)
+    assert digest is not None
+    copy = tmp_path / "copy"
+    (copy / "tokenizer").mkdir(parents=True)
+    (copy / "config.json").write_text("{}")
+    (copy / "tokenizer" / "vocab.json").write_text('{"a": 0}')
+    assert content_digest(copy) == digest
+    (copy / "tokenizer" / "vocab.json").write_text('{"a": 1}')
+    assert content_digest(copy) != digest
+    (model / "config.json").rename(model / "settings.json")
+    assert content_digest(model) != digest
 
 
 def test_a_record_is_read_back_and_describes_its_list_only_while_the_list_is_unchanged(tmp_path: Path) -> None:

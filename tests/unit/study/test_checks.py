@@ -58,6 +58,17 @@ def test_a_right_to_left_student_is_refused(shared_data: Path, monkeypatch: pyte
         check_experiment(swapped, "ensemble.yaml")
 
 
+def test_the_configs_own_features_are_read_and_their_labels_are_their_own() -> None:
+    hf = {"kind": "hf", "model": str(MODELS / "rnnsearch"), "source_language": "en", "target_language": "fr"}
+    check_experiment(sample(features=[hf]), "experiment.yaml")
+    with pytest.raises(RerankError, match=r"^experiment.yaml: features: the label RNN0 is the study's own: give the "
+                                          r"feature another name$"):
+        check_experiment(sample(features=[{**hf, "name": "RNN0"}]), "experiment.yaml")
+    with pytest.raises(RerankError, match=r"^experiment.yaml: features: hf.model: no-model: no such file or "
+                                          r"directory$"):
+        check_experiment(sample(features=[{**hf, "model": "no-model"}]), "experiment.yaml")
+
+
 def test_missing_files_and_directories_are_named_by_their_keys(tmp_path: Path) -> None:
     config = sample(dev={"reference": str(tmp_path / "val.fr")}, moses={"phrase_table": str(tmp_path)})
     with pytest.raises(RerankError, match=rf"^experiment.yaml: the files it names do not exist: dev.reference: "

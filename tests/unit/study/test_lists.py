@@ -202,3 +202,15 @@ def test_the_neural_systems_translations(test_data: Path, tmp_path: Path) -> Non
     assert (out / "dev.rnnsearch.1best").read_text(encoding="utf-8").splitlines() == \
         [e.hypothesis for e in nbest[::2]]
     assert len((out / "dev.encdec.1best").read_text(encoding="utf-8").splitlines()) == 3
+
+
+def test_the_configs_own_features_follow_with_the_device_where_their_kind_has_one(test_data: Path,
+                                                                                   tmp_path: Path) -> None:
+    opus = {"kind": "hf", "name": "OpusMT0", "model": str(MODELS / "rnnsearch"), "source_language": "en",
+            "target_language": "fr"}
+    config = experiment(test_data, tmp_path, device="cuda:1", features=(opus, {"kind": "word-penalty", "name": "WP2"}))
+    path = feature_config(config, StepRunner(tmp_path / "run"), {"encdec": MODELS / "encdec",
+                                                                  "rnnsearch": MODELS / "rnnsearch"})
+    features = load_config(RescoreConfig, path).features
+    assert [f["name"] for f in features][5:] == ["OpusMT0", "WP2"]
+    assert features[5] == {"device": "cuda:1", **opus} and features[6] == {"kind": "word-penalty", "name": "WP2"}

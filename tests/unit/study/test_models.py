@@ -51,6 +51,9 @@ def test_the_extra_features_in_their_fixed_order(test_data: Path) -> None:
     every = experiment(test_data, rnnsearch="r.yaml", ensemble_seeds=(2, 3), right_to_left="r2l.yaml",
                        channel="ch.yaml", cslm="c.yaml")
     assert extra_features(every) == ("Ens0", "R2L0", "Chan0", "CSLM0")
+    hf = {"kind": "hf", "model": str(MODELS / "rnnsearch"), "source_language": "en", "target_language": "fr"}
+    assert extra_features(experiment(test_data, channel="ch.yaml", features=(hf, {**hf, "channel": True}))) == \
+        ("Chan0", "HF0", "HFChan0")
 
 
 def test_model_directories_are_taken_as_they_are(test_data: Path, tmp_path: Path) -> None:
