@@ -112,7 +112,7 @@ def test_a_tuning_work_directory_that_is_a_file(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("argv", [
     ["translate", "--model", "examples/models/rnnserch", "-i", "examples/data/test.en"],
-    ["score-table", "--model", "examples/models/rnnserch", "examples/data/phrase-table.gz", "-o", "{tmp}/t.gz"],
+    ["score-table", "examples/data/phrase-table.gz", "--model", "examples/models/rnnserch", "-o", "{tmp}/t.gz"],
     ["score-nbest", "--model", "examples/models/rnnserch", "examples/data/test.100best.gz", "-o", "{tmp}/n.gz"],
 ])
 def test_a_misspelt_model_directory_gets_the_closest_one(argv: list[str], tmp_path: Path, capsys,
