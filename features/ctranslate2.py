@@ -1,5 +1,5 @@
 """A CTranslate2 translation model's ln p(hypothesis | source): kind ``ctranslate2``
-(``pip install 'rerank-moses[ctranslate2]'``)."""
+(the ``ctranslate2`` extra)."""
 
 from __future__ import annotations
 

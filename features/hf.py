@@ -1,4 +1,4 @@
-"""A Hugging Face translation model's ln p(hypothesis | source): kind ``hf`` (``pip install 'rerank-moses[hf]'``)."""
+"""A Hugging Face translation model's ln p(hypothesis | source): kind ``hf`` (the ``hf`` extra)."""
 
 from __future__ import annotations
 

@@ -25,14 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from rerank.errors import RerankError, shorten
+from rerank.errors import RerankError, install_extra, shorten
 from rerank.formats.tokens import Pair, Tokens
 
 
 def install_hint(package: str, extra: str) -> str:
     """The line that says an optional package is missing and how to install it."""
-    return (f"needs the {package} package, which is not installed: pip install 'rerank-moses[{extra}]' "
-            f"(or the wheel's path followed by [{extra}])")
+    return f"needs the {package} package, which is not installed: {install_extra(extra)}"
 
 
 def check_installed(packages: Sequence[str], extra: str) -> None:

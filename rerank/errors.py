@@ -132,3 +132,10 @@ def check_finite(values: Iterable[tuple[str, Iterable[float]]], where: Callable[
         for value in numbers:
             if not math.isfinite(value):
                 raise NonFiniteScore(where(), label, float(value))
+
+
+def install_extra(extra: str) -> str:
+    """How to install the optional packages of ``extra``: rerank-moses is not on the public package index, so from
+    a clone or from the built wheel (docs/getting-started.md)."""
+    return (f"pip install '.[{extra}]' in rerank's clone, or the wheel's path followed by [{extra}] "
+            f"('dist/rerank_moses-VERSION-py3-none-any.whl[{extra}]')")

@@ -105,7 +105,7 @@ def pretrained_models(multi30k_slice: dict[str, Path], tmp_path_factory: pytest.
     """Tiny random Marian models as OPUS-MT ships them (``tiny_marian``), their SentencePiece model trained on the
     slice's sources and references: ``hf`` (en-fr), ``hf_reverse`` (fr-en, for the channel), and ``ct2`` and
     ``ct2_reverse``, the two converted for CTranslate2 with their tokenizers' files. Skips without the extras."""
-    pytest.importorskip("transformers", reason="the hf extra is not installed: pip install 'rerank-moses[hf]'")
+    pytest.importorskip("transformers", reason="the hf extra is not installed")
     pytest.importorskip("ctranslate2", reason="the ctranslate2 extra is not installed")
     from tiny_models import ctranslate2_conversion, tiny_marian
 

@@ -66,7 +66,10 @@ def taught_model(config: ModelConfig, updates: int = 60, src_vocab: int = 30, tr
             sources = [torch.randint(4, src_vocab, (n,), generator=generator).tolist() for n in lengths]
             yield sources, [[4 + w % (trg_vocab - 4) for w in s] for s in sources]
 
-    return teach(tiny_model(config, src_vocab, trg_vocab, seed, dtype=torch.float32, biases={}), batches())
+    model = tiny_model(config, src_vocab, trg_vocab, seed, dtype=torch.float32, biases={})
+    with torch.random.fork_rng():  # dropout's masks from ``seed`` too, whatever ran before in the process
+        torch.manual_seed(seed)
+        return teach(model, batches())
 
 
 def teach(model: Seq2Seq, batches: Iterable[tuple[list[list[int]], list[list[int]]]]) -> Seq2Seq:

@@ -27,7 +27,7 @@ writes, byte for byte. A shard holds whole segments of about 4096 source phrases
 phrase's CRC-32 is a multiple of 4096), which the scorer's windows never cross, sharded or not: the
 pairs scored together, and so the float32 values, are the same.
 
-With --ray the pairs are scored by a pool of Ray workers (pip install 'rerank-moses[ray]'), on this machine
+With --ray the pairs are scored by a pool of Ray workers (the ray extra), on this machine
 (--ray local) or on a running cluster (--ray ADDRESS; the table's path must be readable from every
 node), each loading the model once; the output is the same, byte for byte (see docs/guide/scaling.md).
 """

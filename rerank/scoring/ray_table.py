@@ -12,7 +12,7 @@ lines (field count, numbers, encoding) as the single-process reader does, with t
 numbers; a bad line stops the run and leaves no output.
 
 The table must be at the same path on every node (a shared file system), since the read task runs
-in the cluster. Ray is an optional dependency (``pip install 'rerank-moses[ray]'``), imported here only.
+in the cluster. Ray is an optional dependency (the ``ray`` extra), imported here only.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rerank.errors import RerankError, counted
+from rerank.errors import RerankError, counted, install_extra
 from rerank.formats.files import atomic_output, decode_line, display_name, gzip_error, open_binary
 from rerank.formats.phrase_table import MOSES_LOWEST_LOG, SEPARATOR, parse_phrase_table
 from rerank.formats.shards import starts_table_segment
@@ -47,7 +47,6 @@ from rerank.scoring.table import TARGET_GIVEN_SOURCE, Column, ScoreAppender
 
 logger = logging.getLogger(__name__)
 
-INSTALL = "pip install 'rerank-moses[ray]'"
 SEPARATOR_BYTES = SEPARATOR.encode()
 LOCAL = "local"  # --ray local: start a Ray instance on this machine for the run
 
@@ -145,7 +144,7 @@ def import_ray() -> Any:
         import ray
         import ray.data
     except ImportError as e:
-        raise RerankError(f"--ray needs Ray Data, which is not installed ({e.msg}): {INSTALL}") from None
+        raise RerankError(f"--ray needs Ray Data, which is not installed ({e.msg}): {install_extra('ray')}") from None
     return ray
 
 

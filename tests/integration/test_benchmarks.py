@@ -72,7 +72,7 @@ def test_each_benchmark_runs_in_its_quick_mode(script: str, shared_data: Path, t
     if script == "bench_ray.py" and importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed: pip install 'rerank[ray]'")
     if script == "bench_pretrained.py" and not all(map(importlib.util.find_spec, ("transformers", "ctranslate2"))):
-        pytest.skip("the hf and ctranslate2 extras are not installed: pip install 'rerank-moses[hf,ctranslate2]'")
+        pytest.skip("the hf and ctranslate2 extras are not installed (bash scripts/setup.sh test,hf,ctranslate2)")
     if script == "bench_int8_rescoring.py":
         arguments = [*arguments, "--work", str(tmp_path / "work")]
     output = run([sys.executable, f"bench/{script}", "--quick", *arguments], cwd=REPO)

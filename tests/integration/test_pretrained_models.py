@@ -110,8 +110,9 @@ def test_a_missing_extra_exits_2_with_the_line_that_installs_it(pretrained_model
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2
     line = one_line_error(done.stderr)
-    assert line.endswith("hf: needs the transformers package, which is not installed: pip install "
-                         "'rerank-moses[hf]' (or the wheel's path followed by [hf])"), line
+    assert line.endswith("hf: needs the transformers package, which is not installed: pip install '.[hf]' in "
+                         "rerank's clone, or the wheel's path followed by [hf] "
+                         "('dist/rerank_moses-VERSION-py3-none-any.whl[hf]')"), line
     assert not output.exists()
 
 

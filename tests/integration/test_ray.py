@@ -21,8 +21,8 @@ WORKERS = 2
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
     """A Ray instance on this machine with room for two workers of one CPU; score-table uses it."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'rerank-moses[ray]' (CI installs it)")
-    pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'rerank-moses[ray]'")
+    ray = pytest.importorskip("ray", reason="Ray is not installed: the ray extra (CI installs it)")
+    pytest.importorskip("ray.data", reason="Ray Data is not installed: the ray extra")
     ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
@@ -114,5 +114,5 @@ def test_without_ray_the_error_says_how_to_install_it(table: Path, slice_table_m
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as where it is not installed
     code, err = score([table, "-o", tmp_path / "out.gz", "--model", slice_table_model, "--ray"], capsys)
-    assert code == 2 and "pip install 'rerank-moses[ray]'" in err
+    assert code == 2 and "pip install '.[ray]' in rerank's clone" in err
     assert not (tmp_path / "out.gz").exists()

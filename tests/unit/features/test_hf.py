@@ -15,7 +15,7 @@ from helpers import nbest_pairs
 from rerank.errors import ConfigError, RerankError
 from rerank.features.registry import build_feature, read_spec
 
-pytest.importorskip("transformers", reason="the hf extra is not installed: pip install 'rerank-moses[hf]'")
+pytest.importorskip("transformers", reason="the hf extra is not installed")
 
 
 def slice_pairs(multi30k_slice: dict[str, Path], count: int = 12) -> list[tuple[list[str], list[str]]]:

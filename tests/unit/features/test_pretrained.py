@@ -13,7 +13,7 @@ import pytest
 from rerank.errors import RerankError
 from rerank.features.pretrained import MosesText, check_installed, max_positions, model_directory, padded
 
-pytest.importorskip("sacremoses", reason="the hf extra is not installed: pip install 'rerank-moses[hf]'")
+pytest.importorskip("sacremoses", reason="the hf extra is not installed")
 
 
 def test_moses_text_is_unescaped_and_detokenized() -> None:
@@ -29,7 +29,8 @@ def test_a_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     check_installed(("sacremoses",), "hf")
     monkeypatch.setitem(sys.modules, "transformers", None)  # as where the package is not installed
     with pytest.raises(ValueError, match=r"^needs the transformers package, which is not installed: pip install "
-                                         r"'rerank-moses\[hf\]' \(or the wheel's path followed by \[hf\]\)$"):
+                                         r"'\.\[hf\]' in rerank's clone, or the wheel's path followed by \[hf\] "
+                                         r"\('dist/rerank_moses-VERSION-py3-none-any\.whl\[hf\]'\)$"):
         check_installed(("sacremoses", "transformers"), "hf")
 
 

@@ -151,7 +151,7 @@ def test_the_users_error_is_found_inside_wrappers() -> None:
 
 
 def test_the_users_error_inside_rays_own_task_error() -> None:
-    exceptions = pytest.importorskip("ray.exceptions", reason="Ray is not installed: pip install 'rerank-moses[ray]'")
+    exceptions = pytest.importorskip("ray.exceptions", reason="Ray is not installed: the ray extra")
     error = exceptions.RayTaskError("GroupScorer", "Traceback ...", RerankError("table.gz:9: expected a number"))
     assert str(user_error(error)) == "table.gz:9: expected a number"
     assert str(user_error(error.as_instanceof_cause())) == "table.gz:9: expected a number"
