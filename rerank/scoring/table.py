@@ -83,12 +83,20 @@ class Spread:
         self.squares: np.ndarray | None = None
 
     def add(self, scores: tuple[float, ...]) -> None:
-        values = np.array([max(math.log(x), MOSES_LOWEST_LOG) if x > 0 else MOSES_LOWEST_LOG for x in scores])
+        """One line's scores."""
+        self.add_lines([scores])
+
+    def add_lines(self, lines: Sequence[tuple[float, ...]]) -> None:
+        """The scores of several lines (as many on each, as a table has), in one pass over an array."""
+        if not lines:
+            return
+        with np.errstate(divide="ignore"):  # a 0 reads as Moses' lowest
+            values = np.maximum(np.log(np.maximum(np.array(lines, dtype=np.float64), 0.0)), MOSES_LOWEST_LOG)
         if self.sums is None or self.squares is None:
-            self.sums, self.squares = np.zeros_like(values), np.zeros_like(values)
-        self.count += 1
-        self.sums += values
-        self.squares += values * values
+            self.sums, self.squares = np.zeros(values.shape[1]), np.zeros(values.shape[1])
+        self.count += len(values)
+        self.sums += values.sum(axis=0)
+        self.squares += (values * values).sum(axis=0)
 
     def deviations(self) -> np.ndarray:
         """Each score's standard deviation (empty before the first line)."""
@@ -231,7 +239,9 @@ class ScoreAppender:
 
     def with_values(self, window: list[PhraseEntry], log_probs: np.ndarray) -> list[PhraseEntry]:
         """The ``window``'s entries with exp(ln p) appended."""
-        return [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
+        scored = [self.with_value(entry, log_prob) for entry, log_prob in zip(window, log_probs.tolist(), strict=True)]
+        self.spread.add_lines([entry.scores for entry in scored])
+        return scored
 
     def with_value(self, entry: PhraseEntry, log_prob: float) -> PhraseEntry:
         """``entry`` with exp(ln p) (per word, for a per-word column) appended; a non-finite ln p is an error
@@ -241,9 +251,7 @@ class ScoreAppender:
                               got=f"ln p = {log_prob}: are the model weights broken?")
         value = self.column.value(entry, log_prob)
         self.floored += value < MOSES_LOWEST_LOG
-        scored = entry.with_score(phrase_table_value(value))
-        self.spread.add(scored.scores)
-        return scored
+        return entry.with_score(phrase_table_value(value))
 
 
 def phrase_table_value(log_prob: float) -> float:
