@@ -187,6 +187,24 @@ def more_rows(mert: TuneConfig) -> list[Row]:
               pool="union") for c in (0.01, 0.1, 1.0)),
         Row("union-indicators-ensemble-mira-c-0.1", "union-indicators-ensemble, MIRA, C 0.1",
             (*base, *UNION, "R2L0w", "RNNsearch1w"), mira, ties=ensemble, per_word=four, pool="union"),
+        *ensemble_rows(mert, mira),
+    ]
+
+
+def ensemble_rows(mert: TuneConfig, mira: TuneConfig) -> list[Row]:
+    """Rows with the recipe's four left-to-right seeds (``RNNsearch0``-``RNNsearch3``) and two right-to-left ones
+    (``R2L0``, ``R2L1``) in their per-word forms: one weight for each direction's mean, or one for all six."""
+    members = ("RNNsearch0", "RNNsearch1", "RNNsearch2", "RNNsearch3", "R2L0", "R2L1")
+    forms = tuple(f"{label}w" for label in members)
+    base = (*MOSES, "RNN0w", "LM1", "WP1", "UNK1")
+    directions: dict[str, tuple[str, ...]] = {"Ens": forms[:4], "R2L": forms[4:]}
+    return [
+        Row("per-word-ensemble6", "all-per-word, RNNsearch0 the mean of four seeds, + R2L0 the mean of two",
+            (*base, *forms), mert, ties=directions, per_word=("RNN0", *members)),
+        Row("per-word-ensemble6-tied", "all-per-word + the six RNNsearch's mean under one weight",
+            (*base, *forms), mert, ties={"Ens": forms}, per_word=("RNN0", *members)),
+        Row("per-word-ensemble6-mira-c-0.1", "per-word-ensemble6, MIRA, C 0.1", (*base, *forms), mira,
+            ties=directions, per_word=("RNN0", *members)),
     ]
 
 
