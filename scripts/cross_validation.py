@@ -205,6 +205,11 @@ def ensemble_rows(mert: TuneConfig, mira: TuneConfig) -> list[Row]:
             (*base, *forms), mert, ties={"Ens": forms}, per_word=("RNN0", *members)),
         Row("per-word-ensemble6-mira-c-0.1", "per-word-ensemble6, MIRA, C 0.1", (*base, *forms), mira,
             ties=directions, per_word=("RNN0", *members)),
+        Row("union-indicators-ensemble6", "union (the ensemble's 20-best), per-word-ensemble6 + Unreachable0 + InMoses "
+            "+ InRNNsearch", (*base, *UNION, *forms), mert, ties=directions, per_word=("RNN0", *members),
+            pool="union"),
+        Row("union-indicators-ensemble6-mira-c-0.1", "union-indicators-ensemble6, MIRA, C 0.1",
+            (*base, *UNION, *forms), mira, ties=directions, per_word=("RNN0", *members), pool="union"),
     ]
 
 

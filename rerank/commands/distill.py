@@ -5,7 +5,9 @@ The teacher translates the training sources of the student's config (data.train.
 source, or its --nbest N best, each paired with the source (--targets ensemble); or those and the
 references as well (--targets ensemble+references: each source twice, once with its reference, so the
 references must have the sources' number of lines). The teacher's models must share their vocabularies
-(as `rerank translate --model A B C` has them) and read the student's source language.
+(as `rerank translate --model A B C` has them) and read the student's source language. With --r2l-model,
+right-to-left models rerank the teacher's beam before its best are kept, as `rerank translate --r2l-model`
+reranks it (--r2l-weight chosen on held-out data with `rerank translate`).
 
 Everything goes into --output-dir DIR: the translations in chunks of --chunk-lines source lines
 (DIR/chunks/, Moses n-best lists, each written whole once done), the student's corpus (DIR/train.src and
@@ -24,11 +26,11 @@ import sys
 from pathlib import Path
 
 from rerank.commands.arguments import positive_int
-from rerank.commands.translate import add_search_arguments
+from rerank.commands.translate import add_right_to_left_arguments, add_search_arguments
 
 # files written and read, checked by rerank.cli before the command runs: no output is an input
 OUTPUTS = ()
-INPUTS = ("teacher", "config")
+INPUTS = ("teacher", "config", "r2l_model")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "chunk not written (default: %(default)s)")
     add_search_arguments(parser, nbest="keep the teacher's N best translations of each source (N <= K), each one "
                                        "a training pair (default 1)")
+    add_right_to_left_arguments(parser)
     parser.add_argument("--threads", type=positive_int, metavar="N",
                         help="CPU threads, of the translation and of the training (overrides training.threads)")
     parser.add_argument("--seed", type=int, help="the student's random seed (overrides training.seed)")
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from rerank.config import load_config_data, with_overrides
     from rerank.errors import RerankError
     from rerank.models.device import torch_threads
+    from rerank.search.right_to_left import DEFAULT_WEIGHT
     from rerank.search.translate import BATCH_SIZE
     from rerank.study.distill import STUDENT, Distillation, train_student
     from rerank.training.config import TrainConfig, read_train_config
@@ -67,8 +71,14 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(config, TrainConfig):
         raise RerankError(f"{args.config}: the student is a translation model, not a {config.model.architecture}")
     config = with_overrides(config, {"training.threads": args.threads, "training.seed": args.seed})
-    distillation = Distillation(tuple(args.teacher), search_config(args), args.targets, args.chunk_lines,
-                                args.batch_size or BATCH_SIZE)
+    if args.r2l_weight is not None and not args.r2l_model:
+        raise RerankError("--r2l-weight is the weight of the --r2l-model models")
+    try:
+        distillation = Distillation(tuple(args.teacher), search_config(args), args.targets, args.chunk_lines,
+                                    args.batch_size or BATCH_SIZE, tuple(args.r2l_model or ()),
+                                    DEFAULT_WEIGHT if args.r2l_weight is None else args.r2l_weight)
+    except ValueError as e:
+        raise RerankError(f"--r2l-weight: {e}") from None
     if Path(args.output_dir).is_file():
         raise RerankError(f"--output-dir {args.output_dir}: it is a file, not a directory")
     student = Path(args.output_dir) / STUDENT

@@ -68,13 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     search.add_argument("--batch-tokens", type=positive_int, metavar="N",
                         help="instead of --batch-size sentences, as many as fit in N padded source tokens (sentences "
                              "x the longest, </s> included), from the --batch-size x 20 sorted together; fills a GPU")
-    both = parser.add_argument_group("right-to-left reranking")
-    both.add_argument("--r2l-model", nargs="+", metavar="DIR",
-                      help="right-to-left models (reverse_target): rerank each sentence's K hypotheses by "
-                           "(1 - W) ln p / lp + W ln p_R2L / lp, lp the length penalty (their ensemble's mean ln p; "
-                           "the n-best list gets their R2L0 feature)")
-    both.add_argument("--r2l-weight", type=finite_float, metavar="W",
-                      help="the right-to-left models' weight W, from 0 to 1, chosen on held-out data (default 0.5)")
+    add_right_to_left_arguments(parser, "; the n-best list gets their R2L0 feature")
     output = parser.add_argument_group("output")
     output.add_argument("--label", metavar="LABEL",
                         help="feature label of the n-best list (default RNN0 for encdec models, RNNsearch0 for "
@@ -120,6 +114,16 @@ def add_search_arguments(parser: argparse.ArgumentParser, nbest: str) -> argpars
     return search
 
 
+def add_right_to_left_arguments(parser: argparse.ArgumentParser, outputs: str = "") -> None:
+    """--r2l-model and --r2l-weight (read by :func:`right_to_left_models`); ``outputs`` ends --r2l-model's help."""
+    both = parser.add_argument_group("right-to-left reranking")
+    both.add_argument("--r2l-model", nargs="+", metavar="DIR",
+                      help="right-to-left models (reverse_target): rerank each sentence's K hypotheses by (1 - W) "
+                           f"ln p / lp + W ln p_R2L / lp, lp the length penalty (their ensemble's mean ln p{outputs})")
+    both.add_argument("--r2l-weight", type=finite_float, metavar="W",
+                      help="the right-to-left models' weight W, from 0 to 1, chosen on held-out data (default 0.5)")
+
+
 def search_config(args: argparse.Namespace) -> SearchConfig:
     """The search options given on the command line, over :class:`~rerank.search.beam.SearchConfig`'s defaults."""
     from rerank.config import with_overrides
@@ -144,35 +148,30 @@ def check_options(args: argparse.Namespace) -> None:
 
     if (args.dictionary or args.phrase_table) and not args.unk_replace:
         raise RerankError("--dictionary and --phrase-table are for --unk-replace")
-    if args.r2l_weight is not None and not args.r2l_model:
-        raise RerankError("--r2l-weight is the weight of the --r2l-model models")
     if args.r2l_model and args.weights:
         raise RerankError("--r2l-model with --weights: the right-to-left models rerank by the length penalty's "
                           "score; give --length-penalty instead of --weights")
 
 
-def right_to_left_models(args: argparse.Namespace) -> RightToLeft | None:
-    """The --r2l-model models and their weight; every --model must read left to right and every --r2l-model right
-    to left (read from their configs, before any model is loaded)."""
+def right_to_left_models(args: argparse.Namespace, models: str = "model") -> RightToLeft | None:
+    """The --r2l-model models and their weight; every model of --``models`` must read left to right and every
+    --r2l-model right to left (read from their configs, before any model is loaded)."""
     from rerank.errors import RerankError
     from rerank.features.nmt import NeuralTranslationModel
-    from rerank.models.config import read_model_config
-    from rerank.search.right_to_left import RightToLeft, check_weight
+    from rerank.search.right_to_left import DEFAULT_WEIGHT, RightToLeft, check_directions, check_weight
 
+    if args.r2l_weight is not None and not args.r2l_model:
+        raise RerankError("--r2l-weight is the weight of the --r2l-model models")
     if not args.r2l_model:
         return None
-    weight = 0.5 if args.r2l_weight is None else args.r2l_weight
+    weight = DEFAULT_WEIGHT if args.r2l_weight is None else args.r2l_weight
     try:
         check_weight(weight)
     except ValueError as e:
         raise RerankError(f"--r2l-weight: {e}") from None
-    for option, directories, reverse in (("--model", args.model, False), ("--r2l-model", args.r2l_model, True)):
-        for directory in directories:
-            if read_model_config(directory).reverse_target != reverse:
-                raise RerankError(f"{option} {directory}: expected a model that reads targets "
-                                  f"{'right to left' if reverse else 'left to right'} with --r2l-model, got one "
-                                  f"that reads them {'left to right' if reverse else 'right to left'}")
-    config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device, precision=args.precision)
+    check_directions(getattr(args, models), args.r2l_model, f"--{models}")
+    config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device,
+                                           precision=getattr(args, "precision", "fp32"))
     return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config), weight)
 
 

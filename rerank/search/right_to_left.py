@@ -21,8 +21,12 @@ from typing import Protocol
 
 import numpy as np
 
+from rerank.errors import RerankError
 from rerank.formats.tokens import Pair, Tokens
+from rerank.models.config import read_model_config
 from rerank.search.beam import Hypothesis, LengthPenalty
+
+DEFAULT_WEIGHT = 0.5  # the right-to-left models' weight where none is given
 
 
 class PairScorer(Protocol):
@@ -47,6 +51,18 @@ def check_weight(weight: float) -> None:
     """A ``ValueError`` unless the right-to-left models' weight is from 0 to 1."""
     if not (math.isfinite(weight) and 0 <= weight <= 1):
         raise ValueError(f"the right-to-left weight must be between 0 and 1, got {weight}")
+
+
+def check_directions(left_to_right: Sequence[str], right_to_left: Sequence[str], option: str = "--model") -> None:
+    """A :class:`~rerank.errors.RerankError` unless every model directory of ``left_to_right`` (given with
+    ``option``) reads targets left to right and every one of ``right_to_left`` (--r2l-model) right to left; read
+    from their configs, before any model is loaded."""
+    for name, directories, reverse in ((option, left_to_right, False), ("--r2l-model", right_to_left, True)):
+        for directory in directories:
+            if read_model_config(directory).reverse_target != reverse:
+                raise RerankError(f"{name} {directory}: expected a model that reads targets "
+                                  f"{'right to left' if reverse else 'left to right'} with --r2l-model, got one "
+                                  f"that reads them {'left to right' if reverse else 'right to left'}")
 
 
 @dataclass(frozen=True)

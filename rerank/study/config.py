@@ -96,15 +96,19 @@ class Distill:
     """Sequence-level knowledge distillation (``rerank distill``): the study's RNNsearch ensemble (rnnsearch and
     its ensemble_seeds) translates the student's training sources with the study's beam and length penalty, and
     the student trains on its ``nbest`` best translations of each (alone or beside the references: ``targets``);
-    the student is decoded alone, as RNNsearch is."""
+    with ``r2l_weight``, the study's ``right_to_left`` model reranks the teacher's beam with that weight first. The
+    student is decoded alone, as RNNsearch is."""
 
     student: str  # the student's training config (rerank train --config): its data.train is what is translated
     targets: Targets = "ensemble"  # ensemble+references: the references too, each source twice
     nbest: int = 1  # translations kept per source, each a training pair
     chunk_lines: int = 1000  # source lines translated and written together (a stopped run resumes at a chunk)
+    r2l_weight: float | None = None  # the right_to_left model's weight in reranking the teacher's beam; none: none
 
     def __post_init__(self) -> None:
         at_least(self, 1, "nbest", "chunk_lines")
+        if self.r2l_weight is not None and not 0 <= self.r2l_weight <= 1:
+            raise InvalidValue("r2l_weight", "a weight from 0 to 1", self.r2l_weight)
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,8 @@ class ExperimentConfig:
                              f"hypotheses, got {self.nbest}")
         if self.distill is not None and self.distill.nbest > self.beam:
             raise ValueError(f"distill.nbest: expected at most beam ({self.beam}), got {self.distill.nbest}")
+        if self.distill is not None and self.distill.r2l_weight is not None and self.right_to_left is None:
+            raise ValueError("distill.r2l_weight is the weight of the right_to_left model: give right_to_left")
         if self.decoder_tuning is not None and self.moses.decoder is None:
             raise ValueError("decoder_tuning runs Moses: give moses.decoder")
         for system in self.decoder_tuning.systems if self.decoder_tuning is not None else ():

@@ -1,13 +1,15 @@
 """Sequence-level knowledge distillation (Kim & Rush 2016): a teacher, one model or an ensemble of them
 (:mod:`rerank.models.ensemble`), translates the student's training sources by beam search, and the student is
-trained on those translations, alone (``ensemble``) or beside the references (``ensemble+references``).
+trained on those translations, alone (``ensemble``) or beside the references (``ensemble+references``). With
+right-to-left models (``r2l_model``), the teacher's beam is reranked by them as ``rerank translate --r2l-model``
+reranks it (:mod:`rerank.search.right_to_left`) before its best ``nbest`` are kept.
 
 The run's directory holds everything, so that a stopped run started again goes on where it stopped:
 
 - ``distill.yaml``: the settings the translations are made with; a run with other settings is refused;
 - ``chunks/NNNNN.nbest``: the teacher's best ``nbest`` translations of ``chunk_lines`` source lines each,
-  as a Moses n-best list (its ids those of the whole source), each written whole as it is done and never
-  made again;
+  as a Moses n-best list (its ids those of the whole source; ``Teacher0``, and ``R2L0`` where right-to-left
+  models rerank), each written whole as it is done and never made again;
 - ``train.src`` and ``train.trg``: the student's training corpus, line by line, prepared like any other
   (into ``student/data``, as ``rerank train`` prepares a corpus);
 - ``student/``: the student's model directory (``rerank train``'s, which resumes exactly).
@@ -31,7 +33,7 @@ import yaml
 from rerank.config import load_yaml
 from rerank.errors import ConfigError, FormatError, RerankError
 from rerank.formats.files import atomic_output, committed_together, display_name, make_output_dir, read_lines
-from rerank.formats.nbest import NBestEntry, read_nbest
+from rerank.formats.nbest import read_nbest
 from rerank.formats.tokens import Tokens
 from rerank.models.vocab import UNK_ID
 from rerank.training.config import TextPair, TrainConfig
@@ -39,6 +41,7 @@ from rerank.training.config import TextPair, TrainConfig
 if TYPE_CHECKING:  # torch's: imported where a teacher translates
     from rerank.models.checkpoint import LoadedModel
     from rerank.search.beam import SearchConfig
+    from rerank.search.right_to_left import RightToLeft
     from rerank.training.trainer import Progress
 
 logger = logging.getLogger(__name__)
@@ -62,12 +65,17 @@ class Distillation:
     targets: Targets = "ensemble"
     chunk_lines: int = 1000  # source lines translated, and written, together
     batch_size: int = 50  # sentences searched together (rerank.search.translate.BATCH_SIZE)
+    r2l_model: tuple[str, ...] = ()  # right-to-left models that rerank the teacher's beam; none: its own ranking
+    r2l_weight: float = 0.5  # their weight (rerank.search.right_to_left.combined_score)
 
     def __post_init__(self) -> None:
+        from rerank.search.right_to_left import check_weight
+
         if self.targets not in TARGETS:
             raise ValueError(f"targets: expected one of {', '.join(TARGETS)}, got {self.targets!r}")
         if self.chunk_lines < 1 or self.batch_size < 1:
             raise ValueError("chunk_lines and batch_size: expected at least 1")
+        check_weight(self.r2l_weight)
 
     def settings(self, source: str, lines: int) -> dict[str, Any]:
         """What ``distill.yaml`` records: all that the chunks' and the corpus' bytes depend on."""
@@ -75,7 +83,20 @@ class Distillation:
         return {"teacher": list(self.teacher), "source": source, "source_lines": lines, "targets": self.targets,
                 "beam": search.beam_size, "nbest": search.nbest, "length_penalty": search.length_penalty.kind,
                 "alpha": search.length_penalty.alpha, "max_ratio": search.max_ratio, "chunk_lines": self.chunk_lines,
-                "batch_size": self.batch_size}
+                "batch_size": self.batch_size,
+                **({"r2l_model": list(self.r2l_model), "r2l_weight": self.r2l_weight} if self.r2l_model else {})}
+
+    def right_to_left(self, device: str = "cpu") -> RightToLeft | None:
+        """The right-to-left models that rerank the teacher's beam, checked to read right to left (and the
+        teacher's left to right) before any is loaded; none without ``r2l_model``."""
+        from rerank.features.nmt import NeuralTranslationModel
+        from rerank.search.right_to_left import RightToLeft, check_directions
+
+        if not self.r2l_model:
+            return None
+        check_directions(self.teacher, self.r2l_model, "--teacher")
+        config = NeuralTranslationModel.Config(model=self.r2l_model, device=device)
+        return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config), self.r2l_weight)
 
 
 def training_pairs(config: TrainConfig, targets: Targets) -> tuple[str, list[Tokens], list[str] | None]:
@@ -124,29 +145,25 @@ def check_settings(directory: Path, settings: dict[str, Any]) -> None:
 
 
 def translate_chunks(teacher: LoadedModel, sentences: Sequence[Tokens], distillation: Distillation,
-                     directory: Path, device: str = "cpu") -> list[Path]:
-    """The teacher's n-best list of every chunk of ``sentences``, made where it is missing."""
-    from rerank.search.alignment import target_words
-    from rerank.search.translate import check_scores, hypothesis_features, translate
+                     directory: Path, device: str = "cpu", right_to_left: RightToLeft | None = None) -> list[Path]:
+    """The teacher's n-best list of every chunk of ``sentences``, made where it is missing (its beam reranked by
+    ``right_to_left`` where given)."""
+    from rerank.search.translate import TranslationOutputs, translate_file
 
     chunks = make_output_dir(directory / CHUNKS, "the chunks' directory")
     size = distillation.chunk_lines
+    search, kept = distillation.search, None
+    if right_to_left is not None:  # every hypothesis of the beam reranked, the best nbest kept
+        search, kept = dataclasses.replace(search, nbest=search.beam_size), search.nbest
     paths = [chunks / f"{number:05d}.nbest" for number in range(math.ceil(len(sentences) / size))]
     for number, path in enumerate(paths):
         if path.exists():
             continue
         first = number * size
         chunk = sentences[first:first + size]
-        results = translate(teacher.model, teacher.src_vocab, chunk, distillation.search,
-                            distillation.batch_size, device)
-        with atomic_output(path) as out:
-            for sentence_id, (source, hypotheses) in enumerate(zip(chunk, results, strict=True), first):
-                words = [target_words(h, source, teacher.trg_vocab) for h in hypotheses]
-                check_scores(f"sentence {sentence_id} (line {sentence_id + 1} of the sources)", hypotheses, words,
-                             LABEL)
-                for h, hypothesis_words in zip(hypotheses, words, strict=True):
-                    features, total = hypothesis_features(h, LABEL, None)
-                    out.write(NBestEntry.build(sentence_id, hypothesis_words, features, total).line() + "\n")
+        translate_file(teacher, chunk, TranslationOutputs(path, nbest=True, nbest_size=kept), search, label=LABEL,
+                       batch_size=distillation.batch_size, device=device, first_id=first, show_progress=False,
+                       right_to_left=right_to_left)
         logger.info("translated chunk %d of %d (lines %d-%d)", number + 1, len(paths), first + 1,
                     first + len(chunk))
     return paths
@@ -184,11 +201,12 @@ def distill(config: TrainConfig, distillation: Distillation, directory: Path, de
     from rerank.models.ensemble import ensemble
 
     source, sentences, references = training_pairs(config, distillation.targets)
+    right_to_left = distillation.right_to_left(device)
     teacher = ensemble([load_model(model, torch_device(device)) for model in distillation.teacher])
     check_teacher(teacher, sentences, source)
     make_output_dir(directory, "--output-dir")
     check_settings(directory, distillation.settings(source, len(sentences)))
-    chunks = translate_chunks(teacher, sentences, distillation, directory, device)
+    chunks = translate_chunks(teacher, sentences, distillation, directory, device, right_to_left)
     corpus = write_corpus(chunks, sentences, references, directory)
     return student_config(config, corpus, directory)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -71,11 +72,16 @@ def distill_student(config: ExperimentConfig, steps: StepRunner, models: dict[st
     teacher = [models["rnnsearch"], *(models[f"rnnsearch-seed{seed}"] for seed in c.ensemble_seeds)]
     search = SearchConfig(beam_size=c.beam, nbest=settings.nbest, length_penalty=LengthPenalty(c.length_penalty))
     distillation = Distillation(tuple(map(str, teacher)), search, settings.targets, settings.chunk_lines)
+    r2l: list[object] = []
+    if settings.r2l_weight is not None:  # the right-to-left model reranks the teacher's beam
+        distillation = dataclasses.replace(distillation, r2l_model=(str(models["right_to_left"]),),
+                                           r2l_weight=settings.r2l_weight)
+        r2l = ["--r2l-model", models["right_to_left"], "--r2l-weight", settings.r2l_weight]
     directory = steps.out / "models" / "distilled"
     student = load_train_config(settings.student)
     steps.rerank(["distill", "--teacher", *teacher, "--config", settings.student, "--output-dir", directory,
                   "--beam", c.beam, "--length-penalty", c.length_penalty, "--nbest", settings.nbest,
-                  "--targets", settings.targets, "--chunk-lines", settings.chunk_lines, *device_flag(c)], [],
+                  "--targets", settings.targets, "--chunk-lines", settings.chunk_lines, *r2l, *device_flag(c)], [],
                  train_student, student, distillation, directory, c.device, timing="distill")
     return directory / STUDENT
 

@@ -1,9 +1,10 @@
 """`rerank distill` end to end on tiny models: the student's corpus is the teacher's 1-best (alone or beside the
-references), a run killed while it translates and again while the student trains resumes to the outputs of a run
-never stopped, and bad input is refused (exit 2) before any work."""
+references; reranked by right-to-left models where given), a run killed while it translates and again while the
+student trains resumes to the outputs of a run never stopped, and bad input is refused (exit 2) before any work."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -49,14 +50,17 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return files
 
 
-def toy_model(directory: Path, seed: int, src_vocab: Vocabulary | None = None) -> Path:
+def toy_model(directory: Path, seed: int, src_vocab: Vocabulary | None = None, reverse: bool = False) -> Path:
+    """The toy RNNsearch of ``seed`` (reading targets right to left with ``reverse``), taught the toy pairs."""
     read = lambda name: [line.split() for line in read_text(TOY / name)]  # noqa: E731
     src_vocab = src_vocab or Vocabulary.build(read("toy.en"), 100)
     trg_vocab = Vocabulary.build(read("toy.fr"), 100)
+    targets = [trg_vocab.encode(line.split()) for line in read_text(TOY / "toy.fr")]
     pairs = ([src_vocab.encode(line.split()) for line in read_text(TOY / "toy.en")],
-             [trg_vocab.encode(line.split()) for line in read_text(TOY / "toy.fr")])
-    model = teach(tiny_model(tiny_config(), len(src_vocab), len(trg_vocab), seed=seed, dtype=torch.float32,
-                             biases={}), [pairs] * 15)
+             [target[::-1] for target in targets] if reverse else targets)
+    config = dataclasses.replace(tiny_config(), reverse_target=reverse)
+    model = teach(tiny_model(config, len(src_vocab), len(trg_vocab), seed=seed, dtype=torch.float32, biases={}),
+                  [pairs] * 15)
     return save_model_dir(directory, model, src_vocab, trg_vocab)
 
 
@@ -117,6 +121,26 @@ def test_the_nbest_gives_each_source_its_n_best_translations(teachers: tuple[Pat
     assert read_text(output / TRAIN_SOURCE) == [s for s in read_text(corpus["source"]) for _ in range(2)]
 
 
+def test_right_to_left_models_rerank_the_teacher_s_beam_as_translate_reranks_it(
+        teachers: tuple[Path, Path], corpus: dict[str, Path], tmp_path: Path) -> None:
+    r2l = toy_model(tmp_path / "r2l", 5, reverse=True)
+    output = tmp_path / "run"
+    config = student_config(tmp_path, corpus, max_updates=1)
+    both = ["--r2l-model", str(r2l), "--r2l-weight", "0.7"]
+    assert main(["-q", *distill_argv(teachers, config, output, *both)]) == 0
+    assert main(["-q", "translate", "--model", *map(str, teachers), "-i", str(corpus["source"]), "-o",
+                 str(tmp_path / "1best"), "--beam", "3", *both]) == 0
+    assert main(["-q", "translate", "--model", *map(str, teachers), "-i", str(corpus["source"]), "-o",
+                 str(tmp_path / "alone"), "--beam", "3"]) == 0
+    assert read_text(output / TRAIN_TARGET) == read_text(tmp_path / "1best")
+    assert read_text(tmp_path / "1best") != read_text(tmp_path / "alone")  # the reranking changed some
+    chunk = read_text(output / CHUNKS / "00000.nbest")
+    assert len(chunk) == int(CHUNK) and all(" Teacher0= " in line and " R2L0= " in line for line in chunk)
+    settings = yaml.safe_load((output / "distill.yaml").read_text())
+    assert settings["r2l_model"] == [str(r2l)] and settings["r2l_weight"] == 0.7
+    assert main(["-q", *distill_argv(teachers, config, output, "--r2l-model", str(r2l))]) == 2  # weight 0.5
+
+
 def kill_when(argv: list[str], done: Path) -> None:
     """Run ``rerank ARGV`` in a process of its own and SIGKILL it as soon as ``done`` exists."""
     process = subprocess.Popen([sys.executable, "-m", "rerank", "-q", *argv], cwd=REPO, stdout=subprocess.DEVNULL,
@@ -172,7 +196,8 @@ def write(path: Path, lines: list[str]) -> Path:
 
 
 @pytest.mark.parametrize("case", ["missing teacher", "teacher of another language", "members' vocabularies differ",
-                                  "references of another length", "empty source"])
+                                  "references of another length", "empty source", "left-to-right r2l model",
+                                  "r2l weight alone", "r2l weight above 1"])
 def test_bad_input_is_refused_before_any_work(case: str, teachers: tuple[Path, Path], corpus: dict[str, Path],
                                               tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     members: tuple[Path, ...] = teachers
@@ -182,7 +207,10 @@ def test_bad_input_is_refused_before_any_work(case: str, teachers: tuple[Path, P
                 "words of", "members' vocabularies differ": "its source vocabulary differs from",
                 "references of another length": f"short.fr:{SOURCES}: expected as many lines as ",
                 "empty source": "train.en:1: expected the training sources, one sentence per line, got 'an empty "
-                                "file'"}[case]
+                                "file'",
+                "left-to-right r2l model": "expected a model that reads targets right to left with --r2l-model",
+                "r2l weight alone": "--r2l-weight is the weight of the --r2l-model models",
+                "r2l weight above 1": "--r2l-weight: the right-to-left weight must be between 0 and 1"}[case]
     if case == "missing teacher":
         members = (tmp_path / "nowhere",)
     elif case == "teacher of another language":
@@ -192,8 +220,14 @@ def test_bad_input_is_refused_before_any_work(case: str, teachers: tuple[Path, P
     elif case == "references of another length":
         data["target"] = write(tmp_path / "short.fr", read_text(corpus["target"])[:-1])
         options = ["--targets", "ensemble+references"]
-    else:
+    elif case == "empty source":
         data["source"] = write(tmp_path / "train.en", [])
+    elif case == "left-to-right r2l model":
+        options = ["--r2l-model", str(teachers[1])]
+    elif case == "r2l weight alone":
+        options = ["--r2l-weight", "0.3"]
+    else:
+        options = ["--r2l-model", str(teachers[1]), "--r2l-weight", "1.5"]
     output = tmp_path / "run"
     assert main(["-q", *distill_argv(members, student_config(tmp_path, data), output, *options)]) == 2
     error = capsys.readouterr().err

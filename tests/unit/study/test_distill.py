@@ -58,6 +58,13 @@ def test_a_resumed_run_must_have_the_earlier_settings(tmp_path: Path) -> None:
         check_settings(tmp_path, {**settings, "beam": 6, "targets": "ensemble+references"})
 
 
+def test_the_settings_name_the_right_to_left_models_only_where_they_rerank() -> None:
+    alone = Distillation(("teacher",), SearchConfig()).settings("train.en", 7)
+    assert "r2l_model" not in alone and "r2l_weight" not in alone  # an earlier run's settings still resume
+    both = Distillation(("teacher",), SearchConfig(), r2l_model=("r2l",), r2l_weight=0.2).settings("train.en", 7)
+    assert both == {**alone, "r2l_model": ["r2l"], "r2l_weight": 0.2}
+
+
 def test_the_corpus_pairs_each_translation_with_its_source_then_each_reference(tmp_path: Path) -> None:
     chunks = [write(tmp_path / "00000.nbest", ["0 ||| x1 ||| T= -1 ||| -1", "0 ||| x2 ||| T= -2 ||| -2",
                                                "1 ||| y1 ||| T= -1 ||| -1"]),
@@ -78,7 +85,8 @@ def test_the_student_trains_on_the_corpus_in_its_own_directory(tmp_path: Path) -
 
 
 @pytest.mark.parametrize(("changes", "message"), [({"targets": "references"}, "targets: expected one of"),
-                                                  ({"chunk_lines": 0}, "at least 1")])
+                                                  ({"chunk_lines": 0}, "at least 1"),
+                                                  ({"r2l_weight": -0.1}, "between 0 and 1")])
 def test_bad_settings(changes: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Distillation(("t",), SearchConfig(), **changes)  # type: ignore[arg-type]

@@ -118,3 +118,31 @@ def test_distill_trains_the_student_on_the_ensemble_s_translations_as_the_comman
     assert all(torch.equal(by_hand[k], study[k]) for k in study)
     translations = (out / "train.trg").read_text(encoding="utf-8").splitlines()
     assert translations[3:] == (test_data / "toy.fr").read_text(encoding="utf-8").splitlines()
+
+
+def test_distill_with_r2l_weight_reranks_the_teacher_s_beam_by_the_right_to_left_model(test_data: Path,
+                                                                                       tmp_path: Path) -> None:
+    from rerank.study.config import Distill
+
+    steps = StepRunner(tmp_path / "run")
+    student = training_config(tmp_path / "student.yaml", test_data, "encdec", seed=3)
+    r2l = Path(training_config(tmp_path / "r2l.yaml", test_data, "rnnsearch"))
+    r2l.write_text(yaml.safe_dump({**(data := yaml.safe_load(r2l.read_text())),
+                                   "model": {**data["model"], "reverse_target": True}}))
+    config = experiment(test_data, beam=3, nbest=3, right_to_left=str(r2l),
+                        distill=Distill(student, chunk_lines=2, r2l_weight=0.3))
+    models = train_models(config, steps)
+    out = steps.out / "models" / "distilled"
+    command = steps.commands.read_text(encoding="utf-8").splitlines()[-1]
+    assert command.endswith(f"--r2l-model {models['right_to_left']} --r2l-weight 0.3")
+    assert yaml.safe_load((out / "distill.yaml").read_text())["r2l_model"] == [str(models["right_to_left"])]
+    assert all(" R2L0= " in line for line in (out / "chunks" / "00000.nbest").read_text().splitlines())
+
+
+def test_distill_r2l_weight_needs_the_right_to_left_model(test_data: Path) -> None:
+    from rerank.study.config import Distill
+
+    with pytest.raises(ValueError, match="distill.r2l_weight is the weight of the right_to_left model"):
+        experiment(test_data, beam=3, nbest=3, distill=Distill("student.yaml", r2l_weight=0.3))
+    with pytest.raises(ValueError, match="r2l_weight"):
+        Distill("student.yaml", r2l_weight=1.5)
