@@ -80,6 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="MERT: keep the run of the starting point whose runs on K-1 folds of the sentences do "
                              "best on the held-out one, rather than the run of the best tuning-set BLEU (K+1 times "
                              "the runs); overrides mert.restart_folds")
+    parser.add_argument("--activate", type=label_list, metavar="NAME,...",
+                        help="tune only these features, or single values as TranslationModel0_4; the others keep "
+                             "their starting weights' ratios (mert-moses.pl's --activate-features): a new feature's "
+                             "weight tuned beside a tuned system's; sets activate")
     parser.add_argument("--range", action="append", default=[], metavar="LABEL:LOW..HIGH", type=feature_range,
                         help="MERT's random starting weights of feature LABEL in [LOW, HIGH] (repeatable; "
                              "mert-moses.pl's --range); sets mert.feature_bounds")
@@ -162,7 +166,8 @@ def resolved_config(args: argparse.Namespace) -> TuneConfig:
         "pro.standardize": args.standardize, "mira.standardize": args.standardize,
         "loop.max_iterations": args.iterations, "loop.nbest_size": args.nbest_size,
         "bleu.tokenize": args.tokenize, "bleu.lowercase": args.lowercase, "average_seeds": args.average_seeds,
-        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": keyed_once(args.choose, "--choose") or None})
+        "cv.folds": args.cv, "cv.seed": args.cv_seed, "cv.choose": keyed_once(args.choose, "--choose") or None,
+        "activate": args.activate})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -255,6 +260,14 @@ def print_iterations(iterations: Sequence[Iteration], converged: bool, limit: in
         print(f"{it.number:9d}  {it.decoder_bleu:12.2f}  {it.tuned_bleu:10.2f}  {it.hypotheses:10d}  {it.change:10.3g}")
     print("converged: no weight moved by more than the threshold" if converged
           else f"stopped after {limit} iterations without converging")
+
+
+def label_list(text: str) -> tuple[str, ...]:
+    """An argparse type for ``--activate NAME,...``: names separated by commas."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected feature names separated by commas, got {text!r}")
+    return names
 
 
 def feature_range(text: str) -> tuple[str, tuple[float, float]]:

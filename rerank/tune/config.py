@@ -134,6 +134,9 @@ class TuneConfig:
     mira: MiraConfig = field(default_factory=MiraConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
     cv: CrossValidationConfig = field(default_factory=CrossValidationConfig)
+    # tune only these features (labels, or values as TranslationModel0_4); the others keep their starting weights'
+    # ratios (mert-moses.pl's --activate-features); empty: every feature is tuned
+    activate: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         at_least(self, 0, "seed")

@@ -8,6 +8,11 @@ weights name the list's own labels and ``rerank apply`` reranks with them as the
 :func:`per_word` adds a feature divided by the hypothesis' words plus one (``</s>``), the per-word form of a
 log-probability (as the ``nmt`` feature's ``per_word``), so that cross-validation can choose between the sentence
 and per-word forms of a feature on one scored list.
+
+:func:`hold` keeps every feature but some at its starting weight: the held values weighted by those weights make
+one feature (``Held``) of which only the scale is tuned, beside the features that are, so that the optimiser moves
+the tuned ones alone and the held ones keep their ratios (``mert-moses.pl --activate-features``; ``rerank tune
+--activate``): one new weight tuned on a small tuning set, not all of them.
 """
 
 from __future__ import annotations
@@ -78,6 +83,48 @@ def tie(data: TuningData, groups: Mapping[str, Sequence[str]]) -> Tied:
     mapping = np.stack(columns, axis=1)
     layout = FeatureLayout(tuple(names), tuple(dims))
     return Tied(replace(data, layout=layout, features=data.features @ mapping), mapping)
+
+
+HELD = "Held"  # the held features' weighted sum, while tuning
+
+
+def activated(layout: FeatureLayout, tuned: Sequence[str], of: str = "the n-best list") -> np.ndarray:
+    """(D,) True for the values of ``tuned`` (labels, or values as ``TranslationModel0_4``); a RerankError where
+    ``of`` (``layout``'s features) has no such name or where every value would be tuned."""
+    columns = layout.columns()
+    offsets = layout.offsets()
+    active = np.zeros(layout.dims, dtype=bool)
+    for name in tuned:
+        if name in offsets:
+            active[offsets[name]] = True
+        elif name in columns:
+            active[columns.index(name)] = True
+        else:
+            raise RerankError(f"activate {name}: not a feature or value of {of} (those are "
+                              f"{', '.join(columns)})")
+    if active.all():
+        raise RerankError("activate: every feature would be tuned; name fewer, or tune without --activate")
+    return active
+
+
+def hold(data: TuningData, weights: np.ndarray, tuned: Sequence[str]) -> tuple[Tied, np.ndarray]:
+    """``data`` with the values of ``tuned`` (labels, or one value of a label as ``TranslationModel0_4``) as they
+    are and every other value summed under its weight in ``weights`` (D,) into one feature, ``Held``, the last; and
+    the starting weights for it (``tuned``'s from ``weights``, 1 for ``Held``). A RerankError where a name is not
+    the list's or the held weights are all 0 (nothing to hold)."""
+    active = activated(data.layout, tuned)
+    offsets = data.layout.offsets()
+    held = np.where(active, 0.0, weights)
+    if not held.any():
+        raise RerankError("activate: the features not tuned have weight 0 at the start, so there is nothing to hold "
+                          "them at; give starting weights (--init or --moses-ini)")
+    identity = np.eye(data.dims)
+    mapping = np.concatenate([identity[:, active], held[:, None]], axis=1)
+    sizes = [int(active[offsets[label]].sum()) for label in data.layout.labels]
+    layout = FeatureLayout(tuple(label for label, size in zip(data.layout.labels, sizes, strict=True) if size)
+                           + (HELD,), tuple(size for size in sizes if size) + (1,))
+    start = np.append(weights[active], 1.0)
+    return Tied(replace(data, layout=layout, features=data.features @ mapping), mapping), start
 
 
 def per_word(data: TuningData, label: str, words: np.ndarray, name: str | None = None) -> TuningData:

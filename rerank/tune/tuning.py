@@ -35,7 +35,7 @@ from rerank.tune.crossval import (
     tuner,
 )
 from rerank.tune.data import NBestPool, aligned_weights
-from rerank.tune.derived import tie
+from rerank.tune.derived import activated, tie
 from rerank.tune.folds import fold_assignment
 from rerank.tune.loop import DecoderCommand, Iteration, TuningLoop
 from rerank.tune.mert import check_restart_folds
@@ -141,6 +141,9 @@ class Tuning:
             raise FormatError(str(source), None, f"{len(self.references[0])} lines, as {self.reference_names[0]} "
                               "has", got=f"{source_lines} lines")
         _check_restart_folds(source_lines, [self.config])
+        if self.config.activate:  # the names checked before the first decoder run
+            start = FeatureLayout(tuple(self.initial), tuple(len(values) for values in self.initial.values()))
+            activated(start, self.config.activate, "the starting weights")
         loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs)
         result = loop.run(self.initial, self.start)
         return self._result(result.weights, result.layout, result.iterations, result.converged)

@@ -41,6 +41,24 @@ def test_mert_writes_weights_and_a_moses_ini(lists, tmp_path, capsys):
     assert ini[5] == "d= " + " ".join(f"{v:.10g}" for v in weights["d"])
 
 
+def test_activate_tunes_one_value_and_the_others_keep_their_starting_ratios(lists, tmp_path, capsys):
+    output = tmp_path / "tuned.yaml"
+    assert tune(lists, output, "--moses-ini", str(FIXTURES / "moses.ini"), "--restarts", "4",
+                "--activate", "tm_4,w") == 0
+    weights = flat(yaml.safe_load(output.read_text()))
+    start = flat(yaml.safe_load((FIXTURES / "init.yaml").read_text()))
+    tuned = [12, 13]  # tm's fifth value and w
+    held = [i for i in range(len(start)) if i not in tuned]
+    scale = weights[0] / start[0]
+    assert scale > 0 and [weights[i] for i in held] == pytest.approx([scale * start[i] for i in held])
+    assert weights[12] / scale != pytest.approx(start[12])  # tuned, it moved
+    assert sum(abs(v) for v in weights) == pytest.approx(1.0)
+    assert tune(lists, tmp_path / "bad.yaml", "--init", str(FIXTURES / "init.yaml"), "--activate", "tm_9") == 2
+    err = capsys.readouterr().err
+    assert "activate tm_9: not a feature or value of the n-best list (those are d_0, " in err
+    assert not (tmp_path / "bad.yaml").exists()
+
+
 def test_the_same_seed_gives_the_same_weights(lists, tmp_path):
     for name in ("a.yaml", "b.yaml"):
         assert tune(lists, tmp_path / name, "--init", str(FIXTURES / "init.yaml"), "--restarts", "3",

@@ -8,7 +8,7 @@ import pytest
 from rerank.errors import RerankError
 from rerank.formats.nbest import FeatureLayout
 from rerank.tune.data import TuningData
-from rerank.tune.derived import per_word, tie
+from rerank.tune.derived import hold, per_word, tie
 
 
 def toy() -> TuningData:
@@ -52,3 +52,25 @@ def test_per_word_divides_by_the_words_and_end_of_sentence():
     assert np.allclose(derived.features[:, :, 5], data.features[:, :, 3] / (words + 1))
     with pytest.raises(RerankError, match="no feature B of one value"):
         per_word(data, "B", words)
+
+
+def test_held_features_become_one_under_their_weights_and_keep_them():
+    data = toy()
+    weights = np.array([0.5, 0.1, -0.2, 0.3, 0.4])
+    held, start = hold(data, weights, ["B_1", "D"])
+    assert held.data.layout == FeatureLayout(("B", "D", "Held"), (1, 1, 1))
+    assert np.allclose(start, [-0.2, 0.4, 1.0])
+    assert np.allclose(held.data.features[:, :, 2], data.features[:, :, [0, 1, 3]] @ [0.5, 0.1, 0.3])
+    back = held.weights(np.array([0.7, -0.6, 2.0]))
+    assert np.allclose(back, [1.0, 0.2, 0.7, 0.6, -0.6])  # the held ones twice theirs, ratios kept
+    assert np.allclose(held.weights(start), weights)  # the start scores as the weights it came from
+
+
+@pytest.mark.parametrize("tuned, weights, message", [
+    (["E"], [1, 1, 1, 1, 1], r"activate E: not a feature or value of the n-best list \(those are A, B_0, "),
+    (["A", "B", "C", "D"], [1, 1, 1, 1, 1], "every feature would be tuned"),
+    (["A"], [1, 0, 0, 0, 0], "nothing to hold them at"),
+])
+def test_bad_holds_are_refused(tuned, weights, message):
+    with pytest.raises(RerankError, match=message):
+        hold(toy(), np.array(weights, dtype=np.float64), tuned)

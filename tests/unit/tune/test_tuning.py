@@ -3,6 +3,7 @@ result's BLEU that of its weights, and the figures written where Moses and the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -95,3 +96,13 @@ def test_tune_stopped_by_sigterm_before_its_renames_never_says_it_wrote_its_mose
         write_moses_ini(ini, weights, out)
         assert "wrote" not in caplog.text
     assert f"wrote {out}" in caplog.text and "lm= 0.25" in out.read_text()
+
+
+def test_activate_names_are_checked_against_the_starting_weights_before_the_decoder_runs(
+        multi30k_slice: dict[str, Path], tmp_path: Path) -> None:
+    config = dataclasses.replace(FAST, activate=("TranslationModel0_7",))
+    tuning = Tuning([multi30k_slice["val_reference"]], config, init=multi30k_slice["moses_ini"])
+    with pytest.raises(RerankError, match=r"activate TranslationModel0_7: not a feature or value of the starting "
+                                          r"weights \(those are .*TranslationModel0_3"):
+        tuning.with_decoder("no-such-decoder {weights_overwrite}", multi30k_slice["val_source"], tmp_path / "work")
+    assert not (tmp_path / "work").exists()
