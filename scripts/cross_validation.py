@@ -208,8 +208,14 @@ def ensemble_rows(mert: TuneConfig, mira: TuneConfig) -> list[Row]:
         Row("union-indicators-ensemble6", "union (the ensemble's 20-best), per-word-ensemble6 + Unreachable0 + InMoses "
             "+ InRNNsearch", (*base, *UNION, *forms), mert, ties=directions, per_word=("RNN0", *members),
             pool="union"),
-        Row("union-indicators-ensemble6-mira-c-0.1", "union-indicators-ensemble6, MIRA, C 0.1",
-            (*base, *UNION, *forms), mira, ties=directions, per_word=("RNN0", *members), pool="union"),
+        *(Row(f"union-indicators-ensemble6-mira-c-{c:g}", f"union-indicators-ensemble6, MIRA, C {c:g}",
+              (*base, *UNION, *forms), TuneConfig(optimizer="mira", mira=MiraConfig(c=c)), ties=directions,
+              per_word=("RNN0", *members), pool="union") for c in (0.01, 0.1, 1.0)),
+        *(Row(f"union-indicators-ensemble6-tied-mira-c-{c:g}", "union-indicators + the six RNNsearch's mean under "
+              f"one weight, MIRA, C {c:g}", (*base, *UNION, *forms), TuneConfig(optimizer="mira", mira=MiraConfig(c=c)),
+              ties={"Ens": forms}, per_word=("RNN0", *members), pool="union") for c in (0.01, 0.1, 1.0)),
+        Row("union-indicators-ensemble6-tied", "union-indicators + the six RNNsearch's mean under one weight",
+            (*base, *UNION, *forms), mert, ties={"Ens": forms}, per_word=("RNN0", *members), pool="union"),
     ]
 
 
