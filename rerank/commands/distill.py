@@ -61,7 +61,6 @@ def run(args: argparse.Namespace) -> int:
     from rerank.config import load_config_data, with_overrides
     from rerank.errors import RerankError
     from rerank.models.device import torch_threads
-    from rerank.search.right_to_left import DEFAULT_WEIGHT
     from rerank.search.translate import BATCH_SIZE
     from rerank.study.distill import STUDENT, Distillation, train_student
     from rerank.training.config import TrainConfig, read_train_config
@@ -73,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
     config = with_overrides(config, {"training.threads": args.threads, "training.seed": args.seed})
     if args.r2l_weight is not None and not args.r2l_model:
         raise RerankError("--r2l-weight is the weight of the --r2l-model models")
+    weight = {} if args.r2l_weight is None else {"r2l_weight": args.r2l_weight}
     try:
         distillation = Distillation(tuple(args.teacher), search_config(args), args.targets, args.chunk_lines,
-                                    args.batch_size or BATCH_SIZE, tuple(args.r2l_model or ()),
-                                    DEFAULT_WEIGHT if args.r2l_weight is None else args.r2l_weight)
+                                    args.batch_size or BATCH_SIZE, tuple(args.r2l_model or ()), **weight)
     except ValueError as e:
         raise RerankError(f"--r2l-weight: {e}") from None
     if Path(args.output_dir).is_file():

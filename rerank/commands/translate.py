@@ -153,9 +153,9 @@ def check_options(args: argparse.Namespace) -> None:
                           "score; give --length-penalty instead of --weights")
 
 
-def right_to_left_models(args: argparse.Namespace, models: str = "model") -> RightToLeft | None:
-    """The --r2l-model models and their weight; every model of --``models`` must read left to right and every
-    --r2l-model right to left (read from their configs, before any model is loaded)."""
+def right_to_left_models(args: argparse.Namespace) -> RightToLeft | None:
+    """The --r2l-model models and their weight; every --model must read left to right and every --r2l-model right
+    to left (read from their configs, before any model is loaded)."""
     from rerank.errors import RerankError
     from rerank.features.nmt import NeuralTranslationModel
     from rerank.search.right_to_left import DEFAULT_WEIGHT, RightToLeft, check_directions, check_weight
@@ -169,9 +169,8 @@ def right_to_left_models(args: argparse.Namespace, models: str = "model") -> Rig
         check_weight(weight)
     except ValueError as e:
         raise RerankError(f"--r2l-weight: {e}") from None
-    check_directions(getattr(args, models), args.r2l_model, f"--{models}")
-    config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device,
-                                           precision=getattr(args, "precision", "fp32"))
+    check_directions(args.model, args.r2l_model)
+    config = NeuralTranslationModel.Config(model=tuple(args.r2l_model), device=args.device, precision=args.precision)
     return RightToLeft(NeuralTranslationModel(config), NeuralTranslationModel.label(config), weight)
 
 

@@ -66,7 +66,7 @@ class Distillation:
     chunk_lines: int = 1000  # source lines translated, and written, together
     batch_size: int = 50  # sentences searched together (rerank.search.translate.BATCH_SIZE)
     r2l_model: tuple[str, ...] = ()  # right-to-left models that rerank the teacher's beam; none: its own ranking
-    r2l_weight: float = 0.5  # their weight (rerank.search.right_to_left.combined_score)
+    r2l_weight: float = 0.5  # their weight (rerank.search.right_to_left: combined_score, DEFAULT_WEIGHT)
 
     def __post_init__(self) -> None:
         from rerank.search.right_to_left import check_weight
