@@ -42,10 +42,11 @@ class MosesSystem:
 
 
 # A system of decoder_tuning: "baseline" (moses.ini as it is), or its phrase-table columns joined by "+", each
-# a model of the study (COLUMN_MODELS; "channel" scores p(source | target)), "-per-word" after it for its per-word
-# form: "rnnsearch", "rnnsearch-per-word+channel-per-word".
+# a model of the study (COLUMN_MODELS; "ensemble": rnnsearch and its ensemble_seeds as one column, "channel":
+# p(source | target)), "-per-word" after it for its per-word form: "rnnsearch", "ensemble+channel",
+# "rnnsearch-per-word+channel-per-word".
 System = str
-COLUMN_MODELS = ("encdec", "rnnsearch", "channel")
+COLUMN_MODELS = ("encdec", "rnnsearch", "ensemble", "channel")
 PER_WORD = "-per-word"
 
 
@@ -79,6 +80,8 @@ class DecoderTuning:
     mert_moses: str | None = None  # mert-moses.pl: the baseline tuned by it too, from the same weights
     rescore: System | None = None  # a system whose runs' own n-best lists get every feature, re-tuned
     column_weight: float | Literal["auto"] = 0.2  # each new column's starting weight (score-table --weight)
+    activate: Literal["all", "columns"] = "all"  # columns: the new columns' weights alone are tuned (rerank tune
+    # --activate), Moses' own keep their ratios; the baseline is tuned whole either way
 
     def __post_init__(self) -> None:
         if not self.systems or not self.seeds:
@@ -177,9 +180,13 @@ class ExperimentConfig:
         if self.decoder_tuning is not None and self.moses.decoder is None:
             raise ValueError("decoder_tuning runs Moses: give moses.decoder")
         for system in self.decoder_tuning.systems if self.decoder_tuning is not None else ():
-            if self.channel is None and any(model == "channel" for model, _ in system_columns(system)):
+            models = {model for model, _ in system_columns(system)}
+            if self.channel is None and "channel" in models:
                 raise ValueError(f"decoder_tuning.systems: {system!r} has a channel column: give channel, a "
                                  "target-to-source training config or model directory")
+            if not self.ensemble_seeds and "ensemble" in models:
+                raise ValueError(f"decoder_tuning.systems: {system!r} has an ensemble column: give ensemble_seeds, "
+                                 "the ensemble's other seeds of rnnsearch")
         if not self.rescoring and self.decoder_tuning is None:
             raise ValueError("rescoring: false leaves nothing to run without decoder_tuning")
         unlisted = [name for name, split in (("dev", self.dev), ("test", self.test)) if split.nbest is None]

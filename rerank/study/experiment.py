@@ -92,7 +92,7 @@ class Experiment:
         models = train_models(c, steps)
         ini = decoding_ini(c, steps) if c.moses.decoder else None
         if c.moses.phrase_table and c.moses.score_table:  # Cho et al.'s phrase table, scored with the encoder-decoder
-            add_column(c, steps, models["encdec"], placeholder_ini(c, steps), self.out / "phrase-table.rnn.gz",
+            add_column(c, steps, [models["encdec"]], placeholder_ini(c, steps), self.out / "phrase-table.rnn.gz",
                        self.out / "moses.rnn.ini")
         features = feature_config(c, steps, models)
         score = Scoring(steps)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from rerank.formats.moses_ini import TRAIN_MODEL_WEIGHT, MosesIni
@@ -61,20 +62,21 @@ def phrase_table_of(ini: Path) -> str:
     raise ValueError(f"{ini}: no phrase table with a path")
 
 
-def add_column(config: ExperimentConfig, steps: StepRunner, model: Path, ini: Path, table: Path,
+def add_column(config: ExperimentConfig, steps: StepRunner, models: Sequence[Path], ini: Path, table: Path,
                output_ini: Path, *, channel: bool = False, per_word: bool = False,
                weight: float | str = TRAIN_MODEL_WEIGHT) -> None:
-    """``rerank score-table``: ``ini``'s phrase table with ``model``'s p(target | source) (p(source | target)
-    with ``channel``, per word with ``per_word``) as one more column in ``table``, and ``output_ini`` that reads
-    it, the column's starting weight ``weight`` (a number, or auto: score-table --weight auto)."""
+    """``rerank score-table``: ``ini``'s phrase table with the p(target | source) of ``models`` (one model's, or
+    their ensemble's; p(source | target) with ``channel``, per word with ``per_word``) as one more column in
+    ``table``, and ``output_ini`` that reads it, the column's starting weight ``weight`` (a number, or auto:
+    score-table --weight auto)."""
     phrase_table = phrase_table_of(ini)
     device = [] if config.device == "cpu" else ["--device", config.device]
     form = [*(["--channel"] if channel else []), *(["--per-word"] if per_word else [])]
     start = [] if weight == TRAIN_MODEL_WEIGHT else ["--weight", weight]
-    steps.rerank(["score-table", phrase_table, "-o", table, "--model", model, *form, "--moses-ini", ini,
+    steps.rerank(["score-table", phrase_table, "-o", table, "--model", *models, *form, "--moses-ini", ini,
                   "--moses-ini-out", output_ini, *start, *device], [table, output_ini], score_table_file,
-                 phrase_table, table, model, config.device, ini, output_ini, weight, channel, per_word,
-                 timing=f"score-table {model.name}{' '.join(['', *form])}")
+                 phrase_table, table, tuple(models), config.device, ini, output_ini, weight, channel, per_word,
+                 timing=f"score-table {'+'.join(model.name for model in models)}{' '.join(['', *form])}")
 
 
 def decode(config: ExperimentConfig, steps: StepRunner, ini: Path, source: str, output: Path,

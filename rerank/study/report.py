@@ -160,6 +160,7 @@ def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
 
 RESCORED = "+rescored"  # after a system's name: its runs' own n-best lists, rescored
 COLUMN_TITLES = {"encdec": "encoder-decoder p(target | source)", "rnnsearch": "RNNsearch p(target | source)",
+                 "ensemble": "the RNNsearch ensemble's p(target | source)",
                  "channel": "p(source | target) of the target-to-source model"}
 
 
@@ -252,8 +253,10 @@ class Report:
         assert route is not None
         self.lines += ["## Moses re-tuned with Moses in the loop", "",
                        f"`rerank tune --decoder` on dev (MERT, {route.restarts} restarts, {route.nbest_size}-best "
-                       "lists, distinct), then dev and test decoded by Moses with each run's tuned moses.ini; mean ± "
-                       f"standard deviation over the runs (seeds {', '.join(map(str, route.seeds))}).", "",
+                       "lists, distinct; " + ("the new columns' weights alone, `--activate`" if route.activate ==
+                                               "columns" else "every weight") + "), then dev and test decoded by Moses "
+                       "with each run's tuned moses.ini; mean ± standard deviation over the runs (seeds "
+                       f"{', '.join(map(str, route.seeds))}).", "",
                        *route_table(self.config, results), ""]
         self.tuned_systems = self.tuned_systems or [(system, runs[0].test_output) for system, runs in
                                                     results.runs.items() if not system.endswith(RESCORED)]

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 from rerank.config import load_yaml, with_overrides
+from rerank.formats.moses_ini import MosesIni
 from rerank.study.config import DecoderTuning, ExperimentConfig, system_columns
 from rerank.study.lists import SPLITS, Scoring
 from rerank.study.moses import add_column, decode
@@ -47,8 +48,9 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
             before, start = start, out / system / ("moses.ini" if number == len(columns) else f"moses.{number}.ini")
             start.parent.mkdir(parents=True, exist_ok=True)
             table = out / system / ("phrase-table.gz" if number == len(columns) else f"phrase-table.{number}.gz")
-            add_column(c, steps, models[model], before, table, start, channel=model == "channel", per_word=per_word,
-                       weight=route.column_weight)
+            add_column(c, steps, column_models(c, models, model), before, table, start, channel=model == "channel",
+                       per_word=per_word, weight=route.column_weight)
+        activate = new_columns(ini, start) if route.activate == "columns" and columns else []
         for seed in route.seeds:
             weights = out / system / f"seed{seed}.yaml"
             tuned_ini = weights.with_suffix(".moses.ini")
@@ -57,10 +59,11 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
             # the overrides of `rerank tune --seed --restarts --nbest-size --iterations --tokenize`
             tune_config = with_overrides(TuneConfig(), {
                 "seed": seed, "mert.restarts": route.restarts, "loop.nbest_size": route.nbest_size,
-                "loop.max_iterations": route.iterations, "bleu.tokenize": c.tokenize})
+                "loop.max_iterations": route.iterations, "bleu.tokenize": c.tokenize, "activate": activate})
             steps.rerank(["tune", "--source", c.dev.source, "-r", c.dev.reference, "--moses-ini", start, "-o", weights,
                           "--decoder", decoder, "--seed", seed, "--restarts", route.restarts, "--nbest-size",
-                          route.nbest_size, "--iterations", route.iterations, "--tokenize", c.tokenize],
+                          route.nbest_size, "--iterations", route.iterations, "--tokenize", c.tokenize,
+                          *(["--activate", ",".join(activate)] if activate else [])],
                          [weights, tuned_ini], tune_with_decoder, tune_config, c.dev.reference, start, decoder,
                          c.dev.source, weights, tuned_ini, timing=f"tune {system} seed {seed}")
             rescore = route.rescore == system
@@ -84,6 +87,21 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
     results.seconds = {key: value.wall_s for key, value in steps.timings.items()
                        if key.startswith(("tune ", "mert-moses"))}
     return results
+
+
+def column_models(config: ExperimentConfig, models: dict[str, Path], model: str) -> list[Path]:
+    """The models of one phrase-table column: the study's model of that name, or for ``ensemble`` rnnsearch and its
+    ensemble_seeds."""
+    if model == "ensemble":
+        return [models["rnnsearch"], *(models[f"rnnsearch-seed{seed}"] for seed in config.ensemble_seeds)]
+    return [models[model]]
+
+
+def new_columns(ini: Path, scored: Path) -> list[str]:
+    """The weight names (``TranslationModel0_4``) of the phrase-table scores that ``scored`` has beyond ``ini``."""
+    before, after = (MosesIni.read(path).weights() for path in (ini, scored))
+    return [f"{name}_{index}" for name, values in after.items()
+            for index in range(len(before.get(name, ())), len(values))]
 
 
 def rescore_run(config: ExperimentConfig, steps: StepRunner, score: Scoring, features: Path, directory: Path, seed: int,

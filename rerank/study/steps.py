@@ -83,12 +83,12 @@ def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> Non
     write_oracle_json(list_oracles([str(nbest)], [reference], tokenize)[0], output)
 
 
-def score_table_file(table: str, output: Path, model: Path, device: str, ini: Path, output_ini: Path,
+def score_table_file(table: str, output: Path, models: Sequence[Path], device: str, ini: Path, output_ini: Path,
                      weight: float | str, channel: bool = False, per_word: bool = False) -> None:
-    """``rerank score-table --moses-ini [--channel] [--per-word] [--weight W|auto]``: the table with the model's
-    score appended, and its moses.ini."""
+    """``rerank score-table --model M... --moses-ini [--channel] [--per-word] [--weight W|auto]``: the table with
+    the model's score (several models': their ensemble's) appended, and its moses.ini."""
     from rerank.models.device import torch_device
-    from rerank.scoring.pairs import Scorer
+    from rerank.scoring.pairs import EnsembleScorer
     from rerank.scoring.table import Column, score_phrase_table, starting_weight, table_moses_ini
 
     with committed_together():
@@ -96,8 +96,9 @@ def score_table_file(table: str, output: Path, model: Path, device: str, ini: Pa
         scores = len(first.scores) if first is not None else None
         scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output,
                                      0.0 if weight == "auto" else float(weight))
-        spread = score_phrase_table(entries, Scorer.load(str(model), torch_device(device)), table=table, output=output,
-                                    show_progress=False, column=Column(channel=channel, per_word=per_word))
+        scorer = EnsembleScorer.load_all(models, torch_device(device))
+        spread = score_phrase_table(entries, scorer, table=table, output=output, show_progress=False,
+                                    column=Column(channel=channel, per_word=per_word))
         if weight == "auto":
             scored_ini = table_moses_ini(ini, output_ini, "TranslationModel0", scores, output,
                                          starting_weight(ini, "TranslationModel0", spread))

@@ -5,6 +5,7 @@ model and the 1-best and n-best decoding, each logged to commands.sh as the comm
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import shlex
 from pathlib import Path
@@ -112,7 +113,7 @@ def test_a_models_column_and_the_moses_ini_that_reads_it(sample: dict[str, Path]
                                                               len(trg_vocab), dtype=torch.float32),
                            src_vocab, trg_vocab)
     table, output_ini = steps.out / "rnnsearch" / "phrase-table.gz", steps.out / "rnnsearch" / "moses.ini"
-    add_column(config, steps, model, ini, table, output_ini)
+    add_column(config, steps, [model], ini, table, output_ini)
     assert commands(steps) == [f"mkdir -p {table.parent}",
                                f"rerank score-table {sample['table']} -o {table} --model {model} --moses-ini {ini} "
                                f"--moses-ini-out {output_ini}"]
@@ -124,7 +125,7 @@ def test_a_models_column_and_the_moses_ini_that_reads_it(sample: dict[str, Path]
     assert (feature.args["num-features"], feature.args["path"]) == ("5", str(table))
     assert written.weights()["TranslationModel0"][4] == TRAIN_MODEL_WEIGHT
     per_word, per_word_ini = steps.out / "per-word" / "phrase-table.gz", steps.out / "per-word" / "moses.ini"
-    add_column(config, steps, model, ini, per_word, per_word_ini, per_word=True, weight="auto")
+    add_column(config, steps, [model], ini, per_word, per_word_ini, per_word=True, weight="auto")
     assert commands(steps)[-1] == (f"rerank score-table {sample['table']} -o {per_word} --model {model} --per-word "
                                    f"--moses-ini {ini} --moses-ini-out {per_word_ini} --weight auto")
     spread = Spread()
@@ -132,6 +133,19 @@ def test_a_models_column_and_the_moses_ini_that_reads_it(sample: dict[str, Path]
         spread.add(entry.scores)
     assert MosesIni.read(per_word_ini).weights()["TranslationModel0"][4] == \
         spread_matched_weight(MosesIni.read(ini).weights()["TranslationModel0"], spread.deviations()) > 0
+    other = save_model_dir(tmp_path / "rnnsearch-2", tiny_model(tiny_config("rnnsearch"), len(src_vocab),
+                                                                len(trg_vocab), dtype=torch.float32, seed=2),
+                            src_vocab, trg_vocab)
+    alone = steps.out / "other" / "phrase-table.gz"
+    add_column(config, steps, [other], ini, alone, steps.out / "other" / "moses.ini")
+    both = steps.out / "ensemble" / "phrase-table.gz"
+    add_column(config, steps, [model, other], ini, both, steps.out / "ensemble" / "moses.ini")
+    assert commands(steps)[-1] == (f"rerank score-table {sample['table']} -o {both} --model {model} {other} "
+                                   f"--moses-ini {ini} --moses-ini-out {both.parent / 'moses.ini'}")
+    for joint, first, second in zip(read_phrase_table(both), scored, read_phrase_table(alone), strict=True):
+        assert first.scores[4] != second.scores[4]
+        assert math.log(joint.scores[4]) == pytest.approx((math.log(first.scores[4]) + math.log(second.scores[4])) / 2,
+                                                          abs=1e-4)
 
 
 @needs_moses

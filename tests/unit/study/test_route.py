@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
+from rerank.formats.moses_ini import MosesIni
 from rerank.study.config import DecoderTuning, ExperimentConfig, MosesSystem, Split
 from rerank.study.lists import Scoring
 from rerank.study.moses import placeholder_ini
@@ -121,3 +122,28 @@ def test_a_system_of_two_columns_adds_them_in_order(tmp_path: Path) -> None:
     assert route_title("rnnsearch+channel-per-word") == ("+ RNNsearch p(target | source) and p(source | target) of "
                                                          "the target-to-source model per word in the phrase table, "
                                                          "re-tuned")
+
+
+@pytest.mark.skipif(not os.access(MOSES, os.X_OK), reason=f"the Moses decoder not found in {MOSES.parent}")
+def test_an_ensemble_column_with_its_weight_alone_tuned(tmp_path: Path) -> None:
+    route = DecoderTuning(systems=("ensemble",), seeds=(1,), nbest_size=5, restarts=2, iterations=1,
+                          activate="columns")
+    config = experiment(tmp_path, str(MOSES), decoder_tuning=route, ensemble_seeds=(2,))
+    steps = StepRunner(config.output_dir)
+    members = REPO / "examples" / "models" / "rnnsearch", REPO / "examples" / "models" / "encdec"
+    ini = placeholder_ini(config, steps)
+    results = run_route(config, steps, ini, {"rnnsearch": members[0], "rnnsearch-seed2": members[1]},
+                        Scoring(steps), steps.out / "unused.yaml")
+    assert list(results.runs) == ["moses.ini", "ensemble"]
+    lines = [shlex.split(line) for line in steps.commands.read_text(encoding="utf-8").splitlines()]
+    scored = next(line for line in lines if line[:2] == ["rerank", "score-table"])
+    assert scored[scored.index("--model") + 1:][:3] == [str(members[0]), str(members[1]), "--moses-ini"]
+    tune = next(line for line in lines if line[:2] == ["rerank", "tune"])
+    assert tune[tune.index("--activate") + 1] == "TranslationModel0_4"
+    tuned = MosesIni.read(steps.out / "decoder-tuning" / "ensemble" / "seed1.moses.ini").weights()
+    start = MosesIni.read(ini).weights()
+    ratios = [tuned[name][i] / value for name, values in start.items() for i, value in enumerate(values)
+              if name != "UnknownWordPenalty0"]  # not in the n-best lists: not tuned, not normalised
+    assert max(ratios) == pytest.approx(min(ratios)) != 1  # Moses' own weights keep their ratios
+    assert len(tuned["TranslationModel0"]) == 5
+    assert route_title("ensemble") == "+ the RNNsearch ensemble's p(target | source) in the phrase table, re-tuned"
