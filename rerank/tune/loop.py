@@ -141,13 +141,14 @@ class TuningLoop:
     """
 
     def __init__(self, command: DecoderCommand, source: Path, pool: NBestPool, config: TuneConfig, work_dir: Path,
-                 jobs: Jobs | None = None):
+                 jobs: Jobs | None = None, check_first: Callable[[Path, np.ndarray], None] | None = None):
         self.command = command
         self.source = source
         self.pool = pool
         self.config = config
         self.work_dir = work_dir
         self.jobs = jobs or Jobs()
+        self.check_first = check_first  # called with the first n-best list and its first hypotheses' rows
         self._parts: list[Part] | None = None
 
     def run(self, initial: Weights, align: Callable[[FeatureLayout], np.ndarray]) -> LoopResult:
@@ -171,6 +172,8 @@ class TuningLoop:
             decoded = self._nbest(number).exists()  # by an earlier run, which may have stopped before optimising
             nbest = self._nbest(number) if decoded else self._decode(number, decoder_weights)
             first = self.pool.add(nbest)
+            if number == 1 and self.check_first is not None:
+                self.check_first(nbest, first)
             if not decoded:
                 self._compress(nbest)
             data = self.pool.data()

@@ -144,7 +144,12 @@ class Tuning:
         if self.config.activate:  # the names checked before the first decoder run
             start = FeatureLayout(tuple(self.initial), tuple(len(values) for values in self.initial.values()))
             activated(start, self.config.activate, "the starting weights")
-        loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs)
+        def check_first(nbest: Path, first: np.ndarray) -> None:  # the first decoder run against the references
+            warn_unrelated(self.pool.first_hypotheses(first), self.references[0], display_name(nbest),
+                           self.reference_names[0], logger)
+
+        loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs,
+                          check_first)
         result = loop.run(self.initial, self.start)
         return self._result(result.weights, result.layout, result.iterations, result.converged)
 

@@ -117,3 +117,21 @@ def test_placeholders_are_quoted_for_the_shell():
 def test_bad_decoder_commands(template, message):
     with pytest.raises(RerankError, match=message):
         DecoderCommand(template)
+
+
+def test_the_first_decoder_run_is_checked_against_the_references(tmp_path, capsys):
+    """Another set's references of the right length: the first decoder run's list is compared with them, and a
+    warning names both files; the right references give none."""
+    sample = Path(__file__).resolve().parents[2] / "examples" / "data"
+    source = tmp_path / "test.src"
+    source.write_text("".join(f"source sentence {i}\n" for i in range(250)))
+    decoder = (f"{DECODER} --space {sample / 'test.100best.gz'} --nbest-size {{nbest_size}} "
+               "--weight-overwrite {weights_overwrite}")
+    for references, warned in ((sample / "val.fr", True), (sample / "test.fr", False)):
+        work = tmp_path / references.name
+        work.mkdir()
+        assert main(["tune", "--decoder", decoder, "--source", str(source), "-r", str(references), "--init",
+                     str(sample / "moses.ini"), "-o", str(work / "tuned.yaml"), "--work-dir", str(work / "work"),
+                     "--nbest-size", "5", "--restarts", "1", "--iterations", "1"]) == 0
+        err = capsys.readouterr().err
+        assert ("looks unrelated to" in err and str(references) in err and "run1.best5.out" in err) == warned, err
