@@ -177,7 +177,6 @@ def run(args: argparse.Namespace) -> int:
     from rerank.formats.files import check_outputs, committed_together
     from rerank.formats.moses_ini import MosesIni
     from rerank.formats.nbest import check_label
-    from rerank.formats.tokenization import check_nbest_references
     from rerank.formats.weights import ini_weights, read_weights, save_weights
     from rerank.tune.loop import weights_overwrite
     from rerank.tune.parallel import Jobs
@@ -227,8 +226,6 @@ def run(args: argparse.Namespace) -> int:
         features = [label.strip() for label in args.features.split(",") if label.strip()] if args.features else None
         if args.features is not None and not features:
             raise RerankError(f"--features {args.features!r}: expected feature labels separated by commas")
-        check_nbest_references(args.nbest, tuning.references[0], tuning.reference_names[0], logger,
-                               config.bleu.lowercase)
         result = tuning.on_nbest(args.nbest, features, ties or None)
     with committed_together():  # the weights and the moses.ini appear together or not at all
         save_weights(result.weights, args.output)

@@ -19,7 +19,7 @@ import numpy as np
 from rerank.errors import FormatError, RerankError
 from rerank.formats.files import atomic_output, display_name, read_text
 from rerank.formats.relatedness import warn_unrelated
-from rerank.formats.tokenization import check_nbest_references, looks_tokenized, warn_style_mismatch
+from rerank.formats.tokenization import looks_tokenized, warn_style_mismatch
 
 if TYPE_CHECKING:
     from rerank.tune.oracle import ListOracle
@@ -218,7 +218,6 @@ def list_oracles(nbests: Sequence[str], references: Sequence[str], tokenize: str
     from rerank.tune.stats import BleuStatistics
 
     texts = [read_text(path) for path in references]
-    check_nbest_references(nbests, texts[0], display_name(references[0]), logger)
     for path, lines in zip(references, texts, strict=True):
         if len(lines) != len(texts[0]):
             raise FormatError(display_name(path), None, f"{len(texts[0])} lines, as {display_name(references[0])} "

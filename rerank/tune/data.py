@@ -20,6 +20,8 @@ import numpy as np
 from rerank.errors import FormatError, RerankError, log_once
 from rerank.formats.files import display_name
 from rerank.formats.nbest import FeatureLayout, NBestEntry, read_nbest
+from rerank.formats.relatedness import warn_unrelated
+from rerank.formats.tokenization import warn_style_mismatch
 from rerank.formats.weights import Origin, WeightsFile, known_weights, weight_vector
 from rerank.tune.stats import NUM_STATS, BleuStatistics
 
@@ -177,6 +179,15 @@ class NBestPool:
     def first_hypotheses(self, first: np.ndarray) -> list[str]:
         """The words of each sentence's hypothesis ``first[s]`` (as :meth:`add` returns them: a list's 1-best)."""
         return [self._texts[s][int(k)] for s, k in enumerate(first)]
+
+    def warn_about(self, path: str | os.PathLike[str], first: np.ndarray, references: Sequence[str],
+                   lowercase: bool = False) -> None:
+        """Warn where the list ``path``'s 1-best (``first``, as :meth:`add` returned it) and ``references`` (the
+        lines of the first reference file) differ in tokenization or case (not case where BLEU is ``lowercase``),
+        or look unrelated: from the pool, so that a list is read once (a pipe can be given)."""
+        hypotheses = self.first_hypotheses(first)
+        warn_style_mismatch(hypotheses, references, display_name(path), self.reference_name, logger, lowercase)
+        warn_unrelated(hypotheses, references, display_name(path), self.reference_name, logger)
 
     def words(self) -> np.ndarray:
         """The words of each hypothesis, as in :meth:`data` (0 at padding): (S, K)."""

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rerank.formats.files import display_name
-from rerank.formats.relatedness import warn_unrelated
 from rerank.tune.data import NBestPool, TuningData
 from rerank.tune.stats import BleuStatistics, log_bleu, sentence_bleu_plus_one
 
@@ -64,11 +62,12 @@ class ListOracle:
 def list_oracle(path: str | os.PathLike[str], bleu: BleuStatistics, reference_name: str = "the reference",
                 references: Sequence[str] = ()) -> ListOracle:
     """The first hypotheses' and the oracle's corpus BLEU of the n-best list ``path``; a warning where the
-    ``references`` (the lines of the first reference file) look unrelated to the first hypotheses."""
+    ``references`` (the lines of the first reference file) differ in style or look unrelated to the first
+    hypotheses (:meth:`~rerank.tune.data.NBestPool.warn_about`)."""
     pool = NBestPool(bleu, reference_name=reference_name)
     first = pool.add(path)
     if references:
-        warn_unrelated(pool.first_hypotheses(first), references, display_name(path), reference_name, logger)
+        pool.warn_about(path, first, references)
     data = pool.data()
     choice = oracle_choice(data)
     first_bleu, oracle_bleu = (bleu.score(corpus_statistics(data, c)).score for c in (first, choice))

@@ -20,10 +20,9 @@ import numpy as np
 from sacrebleu.metrics.bleu import BLEUScore
 
 from rerank.errors import FormatError, RerankError
-from rerank.formats.files import display_name, read_text, when_written
+from rerank.formats.files import read_text, when_written
 from rerank.formats.moses_ini import MosesIni, Weights
 from rerank.formats.nbest import FeatureLayout
-from rerank.formats.relatedness import warn_unrelated
 from rerank.formats.weights import WeightsFile, as_weights, read_weights
 from rerank.tune.config import TuneConfig
 from rerank.tune.crossval import (
@@ -96,9 +95,7 @@ class Tuning:
         with ``ties``, each group's features share one weight, that of their mean (see :mod:`rerank.tune.derived`);
         with ``cv.folds``, the tuning is cross-validated too."""
         for path in nbest:
-            first = self.pool.add(path)
-            warn_unrelated(self.pool.first_hypotheses(first), self.references[0], display_name(path),
-                           self.reference_names[0], logger)
+            self.pool.warn_about(path, self.pool.add(path), self.references[0], self.config.bleu.lowercase)
         layout = self.pool.layout
         if layout is None:
             raise RerankError("no n-best lists to tune on")
@@ -145,8 +142,7 @@ class Tuning:
             start = FeatureLayout(tuple(self.initial), tuple(len(values) for values in self.initial.values()))
             activated(start, self.config.activate, "the starting weights")
         def check_first(nbest: Path, first: np.ndarray) -> None:  # the first decoder run against the references
-            warn_unrelated(self.pool.first_hypotheses(first), self.references[0], display_name(nbest),
-                           self.reference_names[0], logger)
+            self.pool.warn_about(nbest, first, self.references[0], self.config.bleu.lowercase)
 
         loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs,
                           check_first)

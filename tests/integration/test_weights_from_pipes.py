@@ -6,7 +6,9 @@ time limit."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -129,3 +131,22 @@ def test_a_config_reads_from_a_fifo(tmp_path: Path, fifos: list[Path]) -> None:
     config = load_config(RescoreConfig, fifo(fifos, tmp_path / "c", b"features:\n  - kind: word-penalty\n"
                                                                         b"    name: WP1\n"))
     assert [feature["name"] for feature in config.features] == ["WP1"]
+
+
+def test_tune_and_oracle_read_an_nbest_list_from_a_pipe_once(tmp_path: Path, fifos: list[Path]) -> None:
+    """The list's checks against the references (style, relatedness) come from the one read that tunes."""
+    nbest = gzip.decompress((MERT / "nbest.1.gz").read_bytes())
+    common = ["-r", MERT / "reference", "--restarts", "1", "--seed", "3"]
+    assert rerank("tune", "--nbest", MERT / "nbest.1.gz", *common, "-o", tmp_path / "file.yaml").returncode == 0
+    piped = rerank("tune", "--nbest", fifo(fifos, tmp_path / "list", nbest), *common, "-o", tmp_path / "fifo.yaml")
+    assert piped.returncode == 0, piped.stderr
+    substituted = in_bash(f"{RERANK} tune --nbest <(zcat {MERT / 'nbest.1.gz'}) -r {MERT / 'reference'} --restarts 1 "
+                          f"--seed 3 -o {tmp_path / 'bash.yaml'}")
+    assert substituted.returncode == 0, substituted.stderr
+    assert (tmp_path / "fifo.yaml").read_text() == (tmp_path / "bash.yaml").read_text() == \
+           (tmp_path / "file.yaml").read_text()
+    sample = REPO / "examples" / "data"
+    oracle = in_bash(f"{RERANK} oracle <(zcat {sample / 'test.100best.gz'}) -r {sample / 'val.fr'}")
+    assert oracle.returncode == 0 and "looks unrelated to" in oracle.stderr, oracle.stderr
+    from_file = rerank("oracle", sample / "test.100best.gz", "-r", sample / "val.fr").stdout
+    assert re.findall(r"\d+\.\d+", oracle.stdout) == re.findall(r"\d+\.\d+", from_file) != []
