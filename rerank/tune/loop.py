@@ -41,7 +41,7 @@ import logging
 import math
 import re
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,14 +141,14 @@ class TuningLoop:
     """
 
     def __init__(self, command: DecoderCommand, source: Path, pool: NBestPool, config: TuneConfig, work_dir: Path,
-                 jobs: Jobs | None = None, check_first: Callable[[Path, np.ndarray], None] | None = None):
+                 jobs: Jobs | None = None, references: Sequence[str] = ()):
         self.command = command
         self.source = source
         self.pool = pool
         self.config = config
         self.work_dir = work_dir
         self.jobs = jobs or Jobs()
-        self.check_first = check_first  # called with the first n-best list and its first hypotheses' rows
+        self.references = references  # the first reference file's lines: the first list is checked against them
         self._parts: list[Part] | None = None
 
     def run(self, initial: Weights, align: Callable[[FeatureLayout], np.ndarray]) -> LoopResult:
@@ -172,8 +172,8 @@ class TuningLoop:
             decoded = self._nbest(number).exists()  # by an earlier run, which may have stopped before optimising
             nbest = self._nbest(number) if decoded else self._decode(number, decoder_weights)
             first = self.pool.add(nbest)
-            if number == 1 and self.check_first is not None:
-                self.check_first(nbest, first)
+            if number == 1 and self.references:
+                self.pool.warn_about(nbest, first, self.references, self.config.bleu.lowercase)
             if not decoded:
                 self._compress(nbest)
             data = self.pool.data()

@@ -141,11 +141,8 @@ class Tuning:
         if self.config.activate:  # the names checked before the first decoder run
             start = FeatureLayout(tuple(self.initial), tuple(len(values) for values in self.initial.values()))
             activated(start, self.config.activate, "the starting weights")
-        def check_first(nbest: Path, first: np.ndarray) -> None:  # the first decoder run against the references
-            self.pool.warn_about(nbest, first, self.references[0], self.config.bleu.lowercase)
-
         loop = TuningLoop(DecoderCommand(decoder), Path(source), self.pool, self.config, Path(work_dir), jobs,
-                          check_first)
+                          self.references[0])
         result = loop.run(self.initial, self.start)
         return self._result(result.weights, result.layout, result.iterations, result.converged)
 
