@@ -212,7 +212,7 @@ def load_config(cls: type[T], path: str | os.PathLike[str]) -> T:
 INPUT_KEYS = frozenset({
     "path", "vocab", "corpus", "model", "lm", "prepared", "source", "target", "reference", "nbest", "ini",
     "language_model", "phrase_table", "decoder", "filter_script", "mert_moses", "encdec", "rnnsearch",
-    "right_to_left", "channel", "cslm", "tokenizer"})
+    "right_to_left", "channel", "phrases", "cslm", "tokenizer"})
 
 
 def load_config_data(path: str | os.PathLike[str]) -> Any:

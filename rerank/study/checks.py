@@ -26,7 +26,8 @@ from rerank.study.config import ExperimentConfig
 
 WEIGHTS = "model.pt"  # a model directory's weights (rerank.models.checkpoint, which imports torch)
 SUBWORD_MODEL = "subwords.trg.model"  # a subword model's target pieces (rerank.models.subwords)
-NEURAL_MODELS = ("encdec", "rnnsearch", "right_to_left", "channel", "cslm")  # keys naming a model or its config
+# the keys naming a model or its config
+NEURAL_MODELS = ("encdec", "rnnsearch", "right_to_left", "channel", "phrases", "cslm")
 
 
 def check_experiment(config: ExperimentConfig, source: str = "the experiment config") -> None:

@@ -43,10 +43,10 @@ class MosesSystem:
 
 # A system of decoder_tuning: "baseline" (moses.ini as it is), or its phrase-table columns joined by "+", each
 # a model of the study (COLUMN_MODELS; "ensemble": rnnsearch and its ensemble_seeds as one column, "channel":
-# p(source | target)), "-per-word" after it for its per-word form: "rnnsearch", "ensemble+channel",
-# "rnnsearch-per-word+channel-per-word".
+# p(source | target), "phrases": the model trained on the table's phrase pairs), "-per-word" after it for its
+# per-word form: "rnnsearch", "ensemble+channel", "rnnsearch-per-word+channel-per-word".
 System = str
-COLUMN_MODELS = ("encdec", "rnnsearch", "ensemble", "channel")
+COLUMN_MODELS = ("encdec", "rnnsearch", "ensemble", "channel", "phrases")
 PER_WORD = "-per-word"
 
 
@@ -138,6 +138,7 @@ class ExperimentConfig:
     right_to_left: str | None = None  # a config (or model directory) with reverse_target: R2L0
     channel: str | None = None  # a target-to-source config (or model directory): Chan0 = ln p(source | hypothesis)
     cslm: str | None = None  # a CSLM config (or model directory), completed by moses.language_model: CSLM0
+    phrases: str | None = None  # a config (or model directory) trained on a phrase table's pairs: a column only
     features: tuple[dict[str, Any], ...] = ()  # more features, as rescoring configs give them (kind hf, ...)
     consensus: bool = False  # MBRbleu0 and MBRchrf0 on each list, and rows that tune them with every feature
     list_sizes: tuple[int, ...] = ()  # rows on each sentence's first N hypotheses of Moses' lists
@@ -184,6 +185,9 @@ class ExperimentConfig:
             if self.channel is None and "channel" in models:
                 raise ValueError(f"decoder_tuning.systems: {system!r} has a channel column: give channel, a "
                                  "target-to-source training config or model directory")
+            if self.phrases is None and "phrases" in models:
+                raise ValueError(f"decoder_tuning.systems: {system!r} has a phrases column: give phrases, a "
+                                 "training config on a phrase table (data.phrase_table) or its model directory")
             if not self.ensemble_seeds and "ensemble" in models:
                 raise ValueError(f"decoder_tuning.systems: {system!r} has an ensemble column: give ensemble_seeds, "
                                  "the ensemble's other seeds of rnnsearch")

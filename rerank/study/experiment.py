@@ -7,8 +7,8 @@ table, can be reproduced by hand. A step whose outputs exist is skipped, so a st
 was (training resumes from its checkpoint). The study, as :meth:`Experiment.run` reads:
 
 1. the models (:mod:`~rerank.study.models`): the encoder-decoder and RNNsearch, and where the config names
-   them, more RNNsearch seeds (an ensemble), a right-to-left RNNsearch, a target-to-source one (the channel)
-   and a CSLM, trained or taken as they are;
+   them, more RNNsearch seeds (an ensemble), a right-to-left RNNsearch, a target-to-source one (the channel),
+   one trained on a phrase table's pairs (a phrase-table column) and a CSLM, trained or taken as they are;
 2. Moses (:mod:`~rerank.study.moses`): the moses.ini it decodes with (the model filtered to dev and test),
    the phrase table scored with the encoder-decoder, and, with ``moses.nbest_size``, Moses' n-best lists;
 3. the candidate pools (:mod:`~rerank.study.lists`): the neural systems' translations and RNNsearch's

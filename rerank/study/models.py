@@ -24,8 +24,8 @@ def device_flag(config: ExperimentConfig) -> list[str]:
 
 
 def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]:
-    """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, cslm, and
-    distilled, the student of ``distill``).
+    """Every model of the study by name (encdec, rnnsearch, rnnsearch-seedN, right_to_left, channel, phrases, cslm,
+    and distilled, the student of ``distill``).
     Every training config is read and checked before the first model trains."""
     from rerank.training.cslm import CSLMTrainConfig, train_cslm
 
@@ -33,7 +33,8 @@ def train_models(config: ExperimentConfig, steps: StepRunner) -> dict[str, Path]
     runs: list[tuple[str, str, int | None]] = [("encdec", c.encdec, None), ("rnnsearch", c.rnnsearch, None)]
     runs += [(f"rnnsearch-seed{seed}", c.rnnsearch, seed) for seed in c.ensemble_seeds]
     runs += [(name, path, None) for name, path in
-             (("right_to_left", c.right_to_left), ("channel", c.channel), ("cslm", c.cslm)) if path is not None]
+             (("right_to_left", c.right_to_left), ("channel", c.channel), ("phrases", c.phrases), ("cslm", c.cslm))
+             if path is not None]
     models: dict[str, Path] = {}
     trainings: list[tuple[str, list[object], Callable[..., object], Any]] = []
     for name, path, seed in runs:

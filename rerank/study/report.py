@@ -161,7 +161,8 @@ def route_table(config: ExperimentConfig, results: RouteResults) -> list[str]:
 RESCORED = "+rescored"  # after a system's name: its runs' own n-best lists, rescored
 COLUMN_TITLES = {"encdec": "encoder-decoder p(target | source)", "rnnsearch": "RNNsearch p(target | source)",
                  "ensemble": "the RNNsearch ensemble's p(target | source)",
-                 "channel": "p(source | target) of the target-to-source model"}
+                 "channel": "p(source | target) of the target-to-source model",
+                 "phrases": "p(target | source) of the model trained on the table's phrase pairs"}
 
 
 def route_title(system: str) -> str:

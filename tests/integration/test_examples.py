@@ -32,7 +32,7 @@ def test_sample_is_small() -> None:
     each shipped model (float16 weights and vocabularies) under 6 MB."""
     assert sum(p.stat().st_size for p in (REPO / "examples" / "data").rglob("*") if p.is_file()) < 3e6
     models = [p for p in (REPO / "examples" / "models").iterdir() if p.is_dir()]
-    assert sorted(p.name for p in models) == ["encdec", "rnnsearch"]
+    assert sorted(p.name for p in models) == ["encdec", "rnnsearch", "rnnsearch-phrases"]
     for model in models:
         assert sum(p.stat().st_size for p in model.rglob("*") if p.is_file()) < 6e6, model
 

@@ -58,6 +58,13 @@ def test_a_right_to_left_student_is_refused(shared_data: Path, monkeypatch: pyte
         check_experiment(swapped, "ensemble.yaml")
 
 
+def test_the_phrase_pair_model_is_checked_as_the_others() -> None:
+    check_experiment(sample(phrases=str(MODELS / "rnnsearch")), "experiment.yaml")
+    r2l = str(REPO / "configs" / "training" / "recipe" / "rnnsearch-recipe-words-r2l.yaml")
+    with pytest.raises(RerankError, match=f"^experiment.yaml: phrases: expected a left-to-right .*{r2l}"):
+        check_experiment(sample(phrases=r2l), "experiment.yaml")
+
+
 def test_the_configs_own_features_are_read_and_their_labels_are_their_own() -> None:
     hf = {"kind": "hf", "model": str(MODELS / "rnnsearch"), "source_language": "en", "target_language": "fr"}
     check_experiment(sample(features=[hf]), "experiment.yaml")

@@ -45,7 +45,7 @@ def test_an_experiment_reads_with_its_sections(tmp_path: Path) -> None:
     ({"decoder_tuning": {"systems": ["rnnsearch+cslm"]}, "moses": {"ini": "i", "language_model": "l",
                                                                     "decoder": "moses"}},
      r"decoder_tuning.systems: 'rnnsearch\+cslm': expected baseline or columns joined by \+, each one of encdec, "
-     r"rnnsearch, ensemble, channel \(with -per-word for the per-word form\), got 'cslm'"),
+     r"rnnsearch, ensemble, channel, phrases \(with -per-word for the per-word form\), got 'cslm'"),
     ({"decoder_tuning": {"systems": ["ensemble+channel"]}, "channel": "fr-en.yaml",
       "moses": {"ini": "i", "language_model": "l", "decoder": "moses"}},
      r"decoder_tuning.systems: 'ensemble\+channel' has an ensemble column: give ensemble_seeds"),
@@ -58,6 +58,9 @@ def test_an_experiment_reads_with_its_sections(tmp_path: Path) -> None:
     ({"decoder_tuning": {"systems": ["rnnsearch+channel"]}, "moses": {"ini": "i", "language_model": "l",
                                                                        "decoder": "moses"}},
      r"decoder_tuning.systems: 'rnnsearch\+channel' has a channel column: give channel"),
+    ({"decoder_tuning": {"systems": ["rnnsearch+phrases"]}, "moses": {"ini": "i", "language_model": "l",
+                                                                       "decoder": "moses"}},
+     r"decoder_tuning.systems: 'rnnsearch\+phrases' has a phrases column: give phrases"),
 ])
 def test_what_cannot_run_is_refused(settings: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=rf"^experiment.yaml: .*{message}"):
@@ -74,6 +77,7 @@ def test_the_ensembles_seeds_need_a_config_to_train(tmp_path: Path) -> None:
 def test_a_systems_columns_in_order_each_with_its_form() -> None:
     assert system_columns("baseline") == ()
     assert system_columns("rnnsearch-per-word+channel") == (("rnnsearch", True), ("channel", False))
+    assert system_columns("phrases+rnnsearch") == (("phrases", False), ("rnnsearch", False))
     settings = {**BASE, "channel": "fr-en.yaml", "moses": {"ini": "i", "language_model": "l", "decoder": "moses"},
                 "decoder_tuning": {"systems": ["baseline", "rnnsearch+channel-per-word"]}}
     config = from_dict(ExperimentConfig, settings)
