@@ -8,12 +8,14 @@ every file). The directory appears only when complete. Then, in a training confi
     data: {prepared: DIR, valid: {source: ..., target: ...}}
 
 `rerank train` given text prepares it itself into the model directory's data/; preparing once
-serves several trainings on the same corpus.
+serves several trainings on the same corpus. With --vocabularies the ids are those of a trained model (its
+shortlists or subword models), for fine-tuning it on the data (training.init_from).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rerank.commands.arguments import positive_int
 from rerank.config import with_overrides
@@ -37,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the same settings trains on them); the vocabulary sizes are then unused")
     parser.add_argument("--subword-vocab-size", type=positive_int, default=8000,
                         help="pieces per language with --subwords (default: %(default)s)")
+    parser.add_argument("--vocabularies", metavar="MODEL_DIR",
+                        help="the vocabularies (or subword models) of this trained model, for fine-tuning it "
+                             "(training.init_from), in place of shortlists counted in the pass")
     parser.add_argument("--shard-pairs", type=positive_int, default=1_000_000,
                         help="about this many pairs a shard (default: %(default)s)")
 
@@ -46,7 +51,17 @@ def run(args: argparse.Namespace) -> int:
 
     subwords = None if args.subwords is None else with_overrides(
         SubwordConfig(type=args.subwords), {"vocab_size": args.subword_vocab_size}, source="--subword-vocab-size")
-    settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs, subwords)
+    if args.vocabularies is not None:
+        if subwords is not None:
+            raise RerankError("--subwords: the model of --vocabularies has its own subword settings: give one of them")
+        from rerank.models.checkpoint import load_vocabularies
+        from rerank.models.config import read_model_config
+
+        model = read_model_config(args.vocabularies)
+        load_vocabularies(Path(args.vocabularies), model)  # checked before the pass
+        subwords = model.subwords
+    settings = PrepareSettings(args.src_vocab_size, args.trg_vocab_size, args.max_length, args.shard_pairs, subwords,
+                               args.vocabularies)
     if args.phrase_table is not None:
         if args.source is not None:
             raise RerankError("give SOURCE TARGET or --phrase-table, not both")

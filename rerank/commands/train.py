@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", help="model directory (overrides output_dir of the config)")
     parser.add_argument("--threads", type=positive_int, help="CPU threads (overrides training.threads)")
     parser.add_argument("--seed", type=int, help="random seed (overrides training.seed): another model of an ensemble")
+    parser.add_argument("--init-from", metavar="MODEL_DIR",
+                        help="fine-tuning: start from this trained model's weights, with its vocabularies (overrides "
+                             "training.init_from; the model sections must build the same weights)")
     parser.add_argument("--device", default="cpu",
                         help="cpu, cuda or cuda:N (default: %(default)s; under torchrun cuda is each process's GPU)")
     parser.epilog = "\n".join(f"  {line}" for line in describe_keys(TrainConfig))
@@ -55,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
     from rerank.training.trainer import TrainingInterrupted
 
     device = torch_device(args.device)
-    config = with_overrides(read_train_config(load_config_data(args.config), str(args.config)), _overrides(args))
+    config = read_train_config(load_config_data(args.config), str(args.config))
+    if args.init_from is not None and isinstance(config, CSLMTrainConfig):
+        raise RerankError(f"--init-from: {args.config} trains a CSLM, which starts from its own weights; "
+                          "fine-tuning starts a translation model from another's")
+    config = with_overrides(config, _overrides(args))
     world = world_from_env() if isinstance(config, TrainConfig) else World()
     if args.device == "cuda" and world.distributed:  # each process its own GPU
         device = torch.device("cuda", world.local_rank)
@@ -92,7 +99,8 @@ def _trainer(config: TrainConfig | CSLMTrainConfig, world: World, device: torch.
 def resume_command(args: argparse.Namespace) -> str:
     """The command that resumes the run: every option it was given, shell-quoted."""
     words = ["rerank", *(["-q"] if getattr(args, "quiet", False) else []), "train", "--config", str(args.config)]
-    for option, value in (("--output-dir", args.output_dir), ("--threads", args.threads), ("--seed", args.seed)):
+    for option, value in (("--output-dir", args.output_dir), ("--threads", args.threads), ("--seed", args.seed),
+                          ("--init-from", args.init_from)):
         if value is not None:
             words += [option, str(value)]
     if args.device != "cpu":
@@ -103,7 +111,7 @@ def resume_command(args: argparse.Namespace) -> str:
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
     """The config keys the flags set (an unset flag is None: the config's value stays)."""
     return {"output_dir": args.output_dir or None, "training.threads": args.threads or None,
-            "training.seed": args.seed}
+            "training.seed": args.seed, "training.init_from": args.init_from}
 
 
 def _check_output_dir(path: str) -> None:

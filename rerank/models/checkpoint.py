@@ -105,8 +105,10 @@ def load_state(path: str | os.PathLike[str], device: str | torch.device = "cpu")
     return state
 
 
-def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str]) -> None:
-    """Copy ``weights`` into ``model``; every name and shape must match."""
+def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str],
+                       built_from: str = f"the model in {CONFIG}") -> None:
+    """Copy ``weights`` into ``model`` (built from ``built_from``, for the message); every name and shape must
+    match."""
     if not isinstance(weights, dict) or not all(isinstance(v, torch.Tensor) for v in weights.values()):
         raise RerankError(f"{path}: refused: the weights are not a dictionary of tensors")
     expected = model.state_dict()
@@ -117,7 +119,7 @@ def load_model_weights(model: Seq2Seq, weights: Any, path: str | os.PathLike[str
         details = "; ".join(f"{what}: {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
                             for what, names in (("missing", missing), ("unexpected", unexpected),
                                                 ("wrong shape", wrong)) if names)
-        raise RerankError(f"{path}: the weights do not fit the model in {CONFIG} ({details})")
+        raise RerankError(f"{path}: the weights do not fit {built_from} ({details})")
     model.load_state_dict(weights)
 
 

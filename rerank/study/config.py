@@ -43,10 +43,10 @@ class MosesSystem:
 
 # A system of decoder_tuning: "baseline" (moses.ini as it is), or its phrase-table columns joined by "+", each
 # a model of the study (COLUMN_MODELS; "ensemble": rnnsearch and its ensemble_seeds as one column, "channel":
-# p(source | target), "phrases": the model trained on the table's phrase pairs), "-per-word" after it for its
-# per-word form: "rnnsearch", "ensemble+channel", "rnnsearch-per-word+channel-per-word".
+# p(source | target), "phrases": the model trained on the table's phrase pairs, "student": distill's student),
+# "-per-word" after it for its per-word form: "rnnsearch", "ensemble+channel", "student+phrases-per-word".
 System = str
-COLUMN_MODELS = ("encdec", "rnnsearch", "ensemble", "channel", "phrases")
+COLUMN_MODELS = ("encdec", "rnnsearch", "ensemble", "channel", "phrases", "student")
 PER_WORD = "-per-word"
 
 
@@ -188,6 +188,9 @@ class ExperimentConfig:
             if self.phrases is None and "phrases" in models:
                 raise ValueError(f"decoder_tuning.systems: {system!r} has a phrases column: give phrases, a "
                                  "training config on a phrase table (data.phrase_table) or its model directory")
+            if self.distill is None and "student" in models:
+                raise ValueError(f"decoder_tuning.systems: {system!r} has a student column: give distill, the "
+                                 "student trained on the ensemble's translations")
             if not self.ensemble_seeds and "ensemble" in models:
                 raise ValueError(f"decoder_tuning.systems: {system!r} has an ensemble column: give ensemble_seeds, "
                                  "the ensemble's other seeds of rnnsearch")

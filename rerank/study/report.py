@@ -162,7 +162,8 @@ RESCORED = "+rescored"  # after a system's name: its runs' own n-best lists, res
 COLUMN_TITLES = {"encdec": "encoder-decoder p(target | source)", "rnnsearch": "RNNsearch p(target | source)",
                  "ensemble": "the RNNsearch ensemble's p(target | source)",
                  "channel": "p(source | target) of the target-to-source model",
-                 "phrases": "p(target | source) of the model trained on the table's phrase pairs"}
+                 "phrases": "p(target | source) of the model trained on the table's phrase pairs",
+                 "student": "p(target | source) of the ensemble's student"}
 
 
 def route_title(system: str) -> str:

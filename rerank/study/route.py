@@ -90,8 +90,10 @@ def run_route(config: ExperimentConfig, steps: StepRunner, ini: Path, models: di
 
 
 def column_models(config: ExperimentConfig, models: dict[str, Path], model: str) -> list[Path]:
-    """The models of one phrase-table column: the study's model of that name, or for ``ensemble`` rnnsearch and its
-    ensemble_seeds."""
+    """The models of one phrase-table column: the study's model of that name, for ``ensemble`` rnnsearch and its
+    ensemble_seeds, for ``student`` distill's student."""
+    if model == "student":
+        return [models["distilled"]]
     if model == "ensemble":
         return [models["rnnsearch"], *(models[f"rnnsearch-seed{seed}"] for seed in config.ensemble_seeds)]
     return [models[model]]

@@ -63,6 +63,11 @@ class TrainingConfig:
     seed: int = 1234  # of the initial weights and the batches' order (another seed: another model)
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: the forward pass under torch.autocast (for a GPU)
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)
+    # fine-tuning: a trained model directory (rerank train's) whose weights start the run, and whose vocabularies
+    # (and subword models) the data are prepared with; its model section must build the same weights' shapes; the
+    # optimiser, learning rate and progress start afresh (Marian's --pretrained-model, fairseq's
+    # --finetune-from-model); a resumed run goes on from its own checkpoint
+    init_from: str | None = None
     # subword regularisation (needs model.subwords): each time a pair is put in a batch, both sides are segmented
     # anew by sentencepiece's sampling; p is the probability of dropping each merge for BPE (BPE-dropout, Provilkov
     # et al. 2020) and the smoothing alpha of the sampling for unigram models (Kudo 2018); 0: the fixed pieces

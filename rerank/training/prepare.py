@@ -4,7 +4,8 @@ Moses table) that counts the vocabularies and writes every pair as token ids int
 A prepared directory holds, beside ``manifest.json`` (the settings, line counts, and the size and
 SHA-256 of every file):
 
-- ``vocab.src.txt`` and ``vocab.trg.txt``, the frequency shortlists, as a model directory has them;
+- ``vocab.src.txt`` and ``vocab.trg.txt``, the frequency shortlists, as a model directory has them (or a
+  trained model's own vocabularies, ``vocabularies``: the ids of a model that is fine-tuned on the data);
 - for each shard ``NNNNN``: ``shard-NNNNN.src`` and ``shard-NNNNN.trg``, the ids of every pair's words
   one after the other (no ``</s>``), little-endian ``uint16`` where the vocabulary has at most 65,536
   entries, ``uint32`` otherwise; ``shard-NNNNN.idx``, ``(pairs + 1, 2)`` ``uint64`` offsets into them
@@ -72,6 +73,7 @@ class PrepareSettings:
     max_length: int = 50
     shard_pairs: int = 1_000_000  # pairs of a shard, at most
     subwords: SubwordConfig | None = None  # pieces in place of word shortlists (the vocabulary sizes unused)
+    vocabularies: str | None = None  # a model directory whose vocabularies (and subword models) are the data's
 
     def __post_init__(self) -> None:
         for key in ("src_vocab_size", "trg_vocab_size", "max_length", "shard_pairs"):
@@ -175,9 +177,10 @@ class _Side(Protocol):
 class _Words:
     """Provisional ids of one language's words (first seen, first numbered) and their counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, fixed: Vocabulary | None = None) -> None:
         self.ids: dict[str, int] = {}
         self.counts = np.zeros(0, dtype=np.int64)
+        self.fixed = fixed  # the vocabulary the final ids are of, in place of the shortlist
 
     def split(self, lines: list[str]) -> list[list[str]]:
         return [line.split() for line in lines]
@@ -195,10 +198,15 @@ class _Words:
 
     def shortlist(self, size: int) -> tuple[Vocabulary, np.ndarray]:
         """The ``size`` most frequent words (ties alphabetical) and the lookup table from provisional to
-        final ids (``<unk>`` for the others; a special token written in the text is that token)."""
+        final ids (``<unk>`` for the others; a special token written in the text is that token); with a fixed
+        vocabulary, that vocabulary and the ids of the words in it."""
         words = [""] * len(self.ids)
         for word, i in self.ids.items():
             words[i] = word
+        if self.fixed is not None:
+            ids = self.fixed.ids
+            return self.fixed, np.fromiter((ids.get(word, UNK_ID) for word in words), dtype=np.uint32,
+                                           count=len(words))
         counts = self.counts
         ranked = sorted((i for i, w in enumerate(words) if w not in SPECIALS), key=lambda i: (-counts[i], words[i]))
         kept = ranked[:size]
@@ -294,6 +302,12 @@ class _ShardWriter:
                 provisional.unlink()
 
 
+def same_vocabularies(manifest: dict[str, Any], model: Path) -> bool:
+    """Whether prepared data (their ``manifest``) have the vocabularies of the model in directory ``model``."""
+    return all(manifest["vocabularies"][side]["sha256"] == file_digest(model / name)[1]
+               for side, name in zip(SIDES, (SRC_VOCAB, TRG_VOCAB), strict=True))
+
+
 def shard_name(shard: int) -> str:
     return f"shard-{shard:05d}"
 
@@ -330,6 +344,20 @@ def _learn_subwords(pairs: Iterator[tuple[str, str]], config: SubwordConfig, wor
     return models[0], models[1]
 
 
+def _model_sides(model: Path, subwords: bool, work: Path) -> tuple[_Side, _Side]:
+    """Each language's ids as the model in directory ``model`` has them: its shortlists, or its subword models
+    (copied into ``work``)."""
+    if not subwords:
+        return _Words(Vocabulary.load(model / SRC_VOCAB)), _Words(Vocabulary.load(model / TRG_VOCAB))
+    sides = []
+    for vocab_name, name in zip((SRC_VOCAB, TRG_VOCAB), SUBWORD_FILES, strict=True):
+        vocab = SubwordVocabulary.load_matching(model / vocab_name, model / name)
+        with work_file(work / name) as copy:
+            copy.write((model / name).read_bytes())
+        sides.append(_Pieces(vocab))
+    return sides[0], sides[1]
+
+
 def _side_texts(inputs: dict[str, Any]) -> tuple[str, str]:
     """The text each side's pieces are learnt from, as the user named it: the source and target files, or a
     phrase table's source and target phrases."""
@@ -359,8 +387,11 @@ def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
     started = time.monotonic()
     sides: tuple[_Side, _Side] = (_Words(), _Words())
     records: dict[str, dict[str, Any]] = {}
-    if settings.subwords is not None:
+    if settings.vocabularies is not None:
+        sides = _model_sides(Path(settings.vocabularies), settings.subwords is not None, work)
+    elif settings.subwords is not None:
         sides = _learn_subwords(pairs(), settings.subwords, work, inputs)
+    if settings.subwords is not None:
         records["subwords"] = {side: file_record(work / name) for side, name in zip(SIDES, SUBWORD_FILES, strict=True)}
     writer = _ShardWriter(work, settings.shard_pairs)
     lines = skipped = 0
@@ -416,13 +447,16 @@ def _write(pairs: Pairs, kind: str, inputs: dict[str, Any], work: Path,
 PREPARED_DIR = "data"  # where `rerank train` prepares the text of its config, in the model directory
 
 
-def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: Path) -> tuple[Path, bool]:
+def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: Path,
+                  vocabularies: str | None = None) -> tuple[Path, bool]:
     """The prepared directory of a data config: ``data.prepared``, or the model directory's ``data/``, prepared
-    from the config's text now unless it was from the same files (size and time) with the same settings; and
-    whether it was prepared now (its files' checksums were just taken: no need to check them again)."""
+    from the config's text now (with ``vocabularies``, a model directory's) unless it was from the same files
+    (size and time) with the same settings and vocabularies; and whether it was prepared now (its files'
+    checksums were just taken: no need to check them again)."""
     if data.prepared is not None:
         return Path(data.prepared), False
-    settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length, subwords=subwords)
+    settings = PrepareSettings(data.src_vocab_size, data.trg_vocab_size, data.max_length, subwords=subwords,
+                               vocabularies=vocabularies)
     if data.train is not None:
         kind = "parallel"
         inputs = {"source": input_record(data.train.source), "target": input_record(data.train.target)}
@@ -435,7 +469,9 @@ def prepared_data(data: DataConfig, subwords: SubwordConfig | None, model_dir: P
             manifest = json.load(f)
         current = (manifest.get("version"), manifest.get("kind"), manifest.get("inputs"), manifest.get("settings")) \
             == (VERSION, kind, inputs, asdict(settings))
-    except (OSError, ValueError, AttributeError):
+        if current and vocabularies is not None:  # the model's vocabularies as they are now
+            current = same_vocabularies(manifest, Path(vocabularies))
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         current = False
     if current:
         logger.info("%s: prepared from the same files with the same settings, read as it is", out)

@@ -36,17 +36,18 @@ from rerank.models.checkpoint import (
     WEIGHTS,
     load_model_weights,
     load_state,
+    load_vocabularies,
     save_config,
     save_state,
 )
-from rerank.models.config import CONFIG, SubwordConfig
+from rerank.models.config import CONFIG, SubwordConfig, read_model_config
 from rerank.models.device import torch_threads
 from rerank.models.seq2seq import Seq2Seq
 from rerank.models.subwords import SubwordVocabulary
 from rerank.training.config import AnyTrainConfig, TrainConfig
 from rerank.training.data import Batch, make_batch, read_parallel
 from rerank.training.distributed import World, data_parallel
-from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data
+from rerank.training.prepare import MANIFEST, PREPARED_DIR, SIDES, SUBWORD_FILES, prepared_data, same_vocabularies
 from rerank.training.prepared import EpochPlan, PreparedCorpus, check_prepared_settings
 from rerank.training.subword_sampling import SubwordSampler
 
@@ -319,17 +320,39 @@ class Trainer(TrainingLoop[TrainConfig]):
         super().__init__(config, world, device)
         self.data_dir, prepared_now = Path(), False
         self._plan: EpochPlan | None = None
+        init = config.training.init_from
+        initial = self._initial_weights(Path(init)) if init is not None and not (self.out / CHECKPOINT).exists() \
+            else None  # checked before the data are prepared
         waiting = self.world.long_wait_group()
         if self.world.is_main:
             self._prepare_output()
-            self.data_dir, prepared_now = prepared_data(config.data, config.model.subwords, self.out)
+            self.data_dir, prepared_now = prepared_data(config.data, config.model.subwords, self.out, init)
         self.world.barrier(waiting)  # the others read what process 0 wrote
         self._load_data(verify=self.world.is_main and not prepared_now)
         torch.manual_seed(config.training.seed)
         self.model = build_model(config.model, len(self.src_vocab), len(self.trg_vocab)).to(self.device)
         self.optimizer = self._make_optimizer()
         self._start_or_resume()
+        if initial is not None:
+            self.model.load_state_dict(initial)
+            logger.info("starting from the weights of %s", Path(cast(str, init)) / WEIGHTS)
         self.parallel_model = data_parallel(self.model, self.world)
+
+    def _initial_weights(self, model: Path) -> dict[str, torch.Tensor]:
+        """The weights of the model in directory ``model`` (training.init_from) that this run starts from, checked
+        to fit the config's model with the model's vocabularies."""
+        try:
+            init_config = read_model_config(model)
+            if init_config.subwords != self.config.model.subwords:
+                raise RerankError(f"{model / CONFIG}: refused: its model.subwords ({init_config.subwords}) are not "
+                                  f"the config's ({self.config.model.subwords}); its ids are the run's")
+            src_vocab, trg_vocab = load_vocabularies(model, init_config)
+            fitted = build_model(self.config.model, len(src_vocab), len(trg_vocab))
+            load_model_weights(fitted, load_state(model / WEIGHTS).get("model"), model / WEIGHTS,
+                               "the model section of the config, the run's")
+        except RerankError as e:
+            raise RerankError(f"training.init_from: {e}") from None
+        return fitted.state_dict()
 
     def _load_data(self, verify: bool) -> None:
         """The prepared training data (read by position; with ``verify``, its files checked against their
@@ -340,6 +363,11 @@ class Trainer(TrainingLoop[TrainConfig]):
         self.corpus = PreparedCorpus(self.data_dir, verify=verify)
         manifest = self.corpus.manifest
         check_prepared_settings(manifest, data, self.data_dir)
+        init = self.config.training.init_from
+        if init is not None and not (self.out / CHECKPOINT).exists() and not same_vocabularies(manifest, Path(init)):
+            raise RerankError(f"{self.data_dir / MANIFEST}: refused: its vocabularies are not those of {init} "
+                              f"(training.init_from), whose weights start the run; prepare the data with them "
+                              f"(rerank prepare --vocabularies {init})")
         logger.info("training pairs: %d (%d longer than %d words skipped)", len(self.corpus),
                     manifest["skipped_longer"], manifest["settings"]["max_length"])
         self.src_vocab, self.trg_vocab = self.corpus.src_vocab, self.corpus.trg_vocab

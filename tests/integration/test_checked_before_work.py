@@ -381,6 +381,20 @@ def test_a_subword_vocabulary_below_the_smallest_is_one_error(tmp_path: Path, ca
     assert "--subword-vocab-size: vocab_size: expected an integer of at least 300, got 299" in capsys.readouterr().err
 
 
+def test_a_model_to_fine_tune_is_checked_before_the_data_are_prepared(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--init-from: a CSLM config (nothing to start from) and a directory that holds no model are refused, the
+    model directory left without prepared data."""
+    cslm = REPO / "configs" / "training" / "cslm.yaml"
+    assert main(["train", "--config", str(cslm), "--init-from", str(tmp_path)]) == 2
+    assert "--init-from: " in capsys.readouterr().err
+    config = REPO / "configs" / "training" / "sample" / "rnnsearch.yaml"
+    argv = ["train", "--config", str(config), "--init-from", str(tmp_path / "none"), "--output-dir", str(tmp_path / "m")]
+    assert main(argv) == 2
+    assert str(tmp_path / "none") in capsys.readouterr().err
+    assert not (tmp_path / "m" / "data").exists()
+
+
 def test_an_empty_validation_set_is_refused_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                            ) -> None:
     empty = tmp_path / "empty"

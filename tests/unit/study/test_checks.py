@@ -47,6 +47,19 @@ def test_the_ensemble_experiment_passes(shared_data: Path, monkeypatch: pytest.M
     check_experiment(config, "ensemble.yaml")
 
 
+def test_the_phrase_table_experiment_passes(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """configs/experiments/phrase-table.yaml (its columns: the ensemble, its student, the channel and phrase-pair
+    models) as the study checks it before its first step, run from the repository's root."""
+    from rerank.study.config import load_experiment, system_columns
+
+    monkeypatch.chdir(REPO)
+    config = load_experiment("configs/experiments/phrase-table.yaml")
+    assert config.decoder_tuning is not None and config.decoder_tuning.rescore == "student+phrases"
+    columns = {model for system in config.decoder_tuning.systems for model, _ in system_columns(system)}
+    assert columns == {"encdec", "rnnsearch", "ensemble", "student", "channel", "phrases"}
+    check_experiment(config, "phrase-table.yaml")
+
+
 def test_a_right_to_left_student_is_refused(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rerank.study.config import load_experiment
 

@@ -45,7 +45,7 @@ def test_an_experiment_reads_with_its_sections(tmp_path: Path) -> None:
     ({"decoder_tuning": {"systems": ["rnnsearch+cslm"]}, "moses": {"ini": "i", "language_model": "l",
                                                                     "decoder": "moses"}},
      r"decoder_tuning.systems: 'rnnsearch\+cslm': expected baseline or columns joined by \+, each one of encdec, "
-     r"rnnsearch, ensemble, channel, phrases \(with -per-word for the per-word form\), got 'cslm'"),
+     r"rnnsearch, ensemble, channel, phrases, student \(with -per-word for the per-word form\), got 'cslm'"),
     ({"decoder_tuning": {"systems": ["ensemble+channel"]}, "channel": "fr-en.yaml",
       "moses": {"ini": "i", "language_model": "l", "decoder": "moses"}},
      r"decoder_tuning.systems: 'ensemble\+channel' has an ensemble column: give ensemble_seeds"),
@@ -61,6 +61,9 @@ def test_an_experiment_reads_with_its_sections(tmp_path: Path) -> None:
     ({"decoder_tuning": {"systems": ["rnnsearch+phrases"]}, "moses": {"ini": "i", "language_model": "l",
                                                                        "decoder": "moses"}},
      r"decoder_tuning.systems: 'rnnsearch\+phrases' has a phrases column: give phrases"),
+    ({"decoder_tuning": {"systems": ["student+phrases"]}, "phrases": "phrases.yaml",
+      "moses": {"ini": "i", "language_model": "l", "decoder": "moses"}},
+     r"decoder_tuning.systems: 'student\+phrases' has a student column: give distill"),
 ])
 def test_what_cannot_run_is_refused(settings: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=rf"^experiment.yaml: .*{message}"):

@@ -19,7 +19,7 @@ from rerank.study.config import DecoderTuning, ExperimentConfig, MosesSystem, Sp
 from rerank.study.lists import Scoring
 from rerank.study.moses import placeholder_ini
 from rerank.study.report import route_title
-from rerank.study.route import mert_bleu, moses_decoder, run_route
+from rerank.study.route import column_models, mert_bleu, moses_decoder, run_route
 from rerank.study.runner import StepRunner
 
 REPO = Path(__file__).resolve().parents[3]
@@ -56,6 +56,18 @@ def test_the_decoder_command_quotes_its_paths(tmp_path: Path) -> None:
                        "-n-best-list {nbest} {nbest_size} distinct -weight-overwrite {weights_overwrite} "
                        "-input-file {source}")
     assert shlex.split(command)[:3] == [str(directory / "moses bin"), "-f", str(ini)]
+
+
+def test_each_column_scores_with_its_models(tmp_path: Path) -> None:
+    config = experiment(tmp_path, "moses", ensemble_seeds=(2, 3))
+    models = {name: Path(name) for name in ("rnnsearch", "rnnsearch-seed2", "rnnsearch-seed3", "distilled", "phrases")}
+    assert column_models(config, models, "student") == [Path("distilled")]
+    assert column_models(config, models, "ensemble") == [Path("rnnsearch"), Path("rnnsearch-seed2"),
+                                                         Path("rnnsearch-seed3")]
+    assert column_models(config, models, "phrases") == [Path("phrases")]
+    assert route_title("student+phrases-per-word") == (
+        "+ p(target | source) of the ensemble's student and p(target | source) of the model trained on the table's "
+        "phrase pairs per word in the phrase table, re-tuned")
 
 
 def test_mert_moses_tuned_bleu_is_the_last_best_point(tmp_path: Path) -> None:

@@ -249,3 +249,31 @@ def test_a_run_stopped_mid_epoch_resumes_to_the_same_weights(tmp_path: Path, tes
         return tmp_path / name / "checkpoint.pt"
 
     assert_resumes_mid_epoch(run)
+
+
+def test_a_models_own_vocabularies_give_the_ids(tmp_path: Path, corpus: tuple[Path, Path]) -> None:
+    """--vocabularies (a model to fine-tune): its shortlists, copied byte for byte, are the ids (other words
+    <unk>); a subword model's pieces give the same shards as the pass that learnt them."""
+    student = REPO / "examples" / "models" / "rnnsearch"
+    assert main(["-q", "prepare", *map(str, corpus), "-o", str(tmp_path / "words"), "--vocabularies",
+                 str(student), "--src-vocab-size", "10"]) == 0
+    for name in ("vocab.src.txt", "vocab.trg.txt"):
+        assert (tmp_path / "words" / name).read_bytes() == (student / name).read_bytes()
+    prepared, vocab = PreparedCorpus(tmp_path / "words"), Vocabulary.load(student / "vocab.src.txt")
+    first = read_parallel(*corpus).sources[0]
+    assert prepared.batch(np.array([0]), False).src[0, :len(first) + 1].tolist() == list(to_ids([first], vocab)[0])
+
+    assert main(["-q", "prepare", *map(str, corpus), "-o", str(tmp_path / "learnt"), "--subwords", "bpe",
+                 "--subword-vocab-size", "300"]) == 0
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("vocab.src.txt", "vocab.trg.txt", "subwords.src.model", "subwords.trg.model"):
+        (model / name).write_bytes((tmp_path / "learnt" / name).read_bytes())
+    (model / "config.yaml").write_text(yaml.safe_dump({"model": {"architecture": "rnnsearch", "subwords": {
+        "type": "bpe", "vocab_size": 300}}}), encoding="utf-8")
+    assert main(["-q", "prepare", *map(str, corpus), "-o", str(tmp_path / "pieces"), "--vocabularies",
+                 str(model)]) == 0
+    learnt, again = (json.loads((tmp_path / name / MANIFEST).read_text()) for name in ("learnt", "pieces"))
+    assert again["shards"] == learnt["shards"] and again["settings"]["subwords"] == learnt["settings"]["subwords"]
+    assert main(["-q", "prepare", *map(str, corpus), "-o", str(tmp_path / "both"), "--vocabularies",
+                 str(model), "--subwords", "bpe"]) == 2

@@ -22,8 +22,10 @@ from helpers import assert_resumes_mid_epoch
 import rerank.training.prepare as prepare
 import rerank.training.trainer as trainer_module
 from rerank.cli import main
-from rerank.config import from_dict
+from rerank.config import from_dict, to_dict, with_overrides
+from rerank.errors import RerankError
 from rerank.models.checkpoint import CHECKPOINT, WEIGHTS, load_state
+from rerank.models.vocab import UNK_ID
 from rerank.training.config import TrainConfig
 from rerank.training.prepare import PrepareSettings, prepare_parallel
 from rerank.training.prepared import EpochPlan, PreparedCorpus
@@ -206,3 +208,43 @@ def test_a_run_in_token_batches_stopped_mid_epoch_resumes_to_the_same_weights(
         return tmp_path / name / "checkpoint.pt"
 
     assert_resumes_mid_epoch(run)
+
+
+def test_a_run_fine_tuned_from_a_model_starts_from_its_weights_and_ids(tmp_path: Path, test_data: Path) -> None:
+    """training.init_from: the data (other words, other sizes asked) are prepared with the model's vocabularies,
+    the run starts from its weights; a model whose weights do not fit the config's is refused before any data
+    are prepared, and so are data prepared with other vocabularies."""
+    assert main(["-q", "train", "--config", write(tmp_path / "a.yaml", config(tmp_path, max_updates=3))]) == 0
+    model = tmp_path / "model"
+    assert main(["-q", "train", "--config", write(tmp_path / "b.yaml", config(tmp_path, max_updates=4)),
+                 "--init-from", str(model), "--output-dir", str(tmp_path / "more")]) == 0
+    assert (tmp_path / "more" / "vocab.src.txt").read_bytes() == (model / "vocab.src.txt").read_bytes()
+    other = {"source": str(test_data / "multi30k" / "val.en"), "target": str(test_data / "multi30k" / "val.fr")}
+    tuned = config(tmp_path, {"train": other, "src_vocab_size": 7}, init_from=str(model))
+    tuned = with_overrides(tuned, {"output_dir": str(tmp_path / "tuned")})
+    trainer = Trainer(tuned)
+    for name in ("vocab.src.txt", "vocab.trg.txt"):
+        assert (tmp_path / "tuned" / name).read_bytes() == (model / name).read_bytes()
+    assert len(trainer.src_vocab) > 7 + 4
+    start = load_state(model / WEIGHTS)["model"]
+    assert all(torch.equal(value, start[name]) for name, value in trainer.model.state_dict().items())
+    words = {word for line in (test_data / "multi30k" / "val.en").read_text().split("\n") for word in line.split()}
+    unknown = words - set(trainer.src_vocab.tokens)
+    assert unknown and trainer.corpus.batch(np.arange(len(trainer.corpus)), False).src.eq(UNK_ID).any()
+
+    wider = with_overrides(tuned, {"output_dir": str(tmp_path / "wider"), "model.hidden_size": 16})
+    with pytest.raises(RerankError, match=rf"^training.init_from: {model}.*model.pt: the weights do not fit the model section of the config, .*wrong shape"):
+        Trainer(wider)
+    assert not (tmp_path / "wider" / "data").exists()
+    prepared = tmp_path / "prepared"
+    prepare_parallel(other["source"], other["target"], prepared, PrepareSettings(src_vocab_size=50,
+                                                                                 trg_vocab_size=50))
+    elsewhere = with_overrides(config(tmp_path, {"train": None, "prepared": str(prepared)}, init_from=str(model)),
+                               {"output_dir": str(tmp_path / "elsewhere")})
+    with pytest.raises(RerankError, match=r"manifest.json: refused: its vocabularies are not those of .*model"):
+        Trainer(elsewhere)
+
+
+def write(path: Path, settings: TrainConfig) -> str:
+    path.write_text(yaml.safe_dump(to_dict(settings)), encoding="utf-8")
+    return str(path)
