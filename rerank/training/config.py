@@ -56,6 +56,9 @@ class TrainingConfig:
     valid_every: int = 1000  # updates between validations (and checkpoints)
     log_every: int = 100  # updates between progress lines
     patience: int = 10  # validations without improvement before stopping
+    # model.pt: the weights of the best validation perplexity, or the last validation's (where the validation text
+    # watches a run but cannot choose its weights: a model trained on phrase pairs, validated on sentences)
+    keep_weights: Literal["best", "last"] = "best"
     lr_decay: float = 1.0  # multiply the learning rate by this after a validation without improvement
     warmup_updates: int = 0  # the learning rate rises linearly over this many first updates
     label_smoothing: float = 0.0  # ε: the loss is (1 − ε) NLL + ε · mean over the vocabulary of −ln p
@@ -134,6 +137,7 @@ class CSLMTraining:
     valid_every: int = 1000  # updates between validations (and checkpoints)
     log_every: int = 100  # updates between progress lines
     patience: int = 4  # validations without improvement before stopping
+    keep_weights: Literal["best", "last"] = "best"  # model.pt: the best validation's weights, or the last one's
     lr_decay: float = 0.5  # multiply the learning rate by this after a validation without improvement
     seed: int = 1234  # of the initial weights and the batches' order
     threads: int | None = None  # torch CPU threads; default: torch's (OMP_NUM_THREADS, else the cores)

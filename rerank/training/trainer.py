@@ -292,16 +292,18 @@ class TrainingLoop(Generic[_Config]):
         p.history.append({"updates": float(p.updates), "valid_ppl": ppl, "seconds": p.seconds})
         if improved:
             p.best_ppl, p.bad_validations = ppl, 0
-            if self.world.is_main:
-                save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
         else:
             p.bad_validations += 1
             if t.lr_decay != 1.0:
                 p.learning_rate *= t.lr_decay
                 self._set_learning_rate(p.learning_rate)
+        saved = improved or t.keep_weights == "last"
+        if saved and self.world.is_main:
+            save_state({"model": self.model.state_dict()}, self.out / WEIGHTS)
         self._after_validation()
-        logger.info("validation at update %d: perplexity %.2f%s%s", p.updates, ppl, self.PERPLEXITY_OF,
-                    " (best so far, saved)" if improved else f" (best {p.best_ppl:.2f})")
+        best = " (best so far" if improved else f" (best {p.best_ppl:.2f}"
+        logger.info("validation at update %d: perplexity %.2f%s%s%s)", p.updates, ppl, self.PERPLEXITY_OF, best,
+                    ", saved" if saved else "")
         self._save_checkpoint()
 
     def _set_learning_rate(self, rate: float) -> None:

@@ -389,7 +389,8 @@ def test_a_model_to_fine_tune_is_checked_before_the_data_are_prepared(
     assert main(["train", "--config", str(cslm), "--init-from", str(tmp_path)]) == 2
     assert "--init-from: " in capsys.readouterr().err
     config = REPO / "configs" / "training" / "sample" / "rnnsearch.yaml"
-    argv = ["train", "--config", str(config), "--init-from", str(tmp_path / "none"), "--output-dir", str(tmp_path / "m")]
+    argv = ["train", "--config", str(config), "--init-from", str(tmp_path / "none"),
+            "--output-dir", str(tmp_path / "m")]
     assert main(argv) == 2
     assert str(tmp_path / "none") in capsys.readouterr().err
     assert not (tmp_path / "m" / "data").exists()

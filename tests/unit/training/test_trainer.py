@@ -83,6 +83,18 @@ def test_patience_stops_and_the_best_validation_model_is_kept(tmp_path, monkeypa
     assert not all(torch.equal(kept[name], validation.weights[-1][name]) for name in best)  # training moved on
 
 
+def test_keep_weights_last_keeps_the_last_validations_weights(tmp_path, monkeypatch):
+    """keep_weights: last (validation watches, cannot choose): model.pt is the last validation's weights, while
+    patience still counts validations without improvement."""
+    trainer = Trainer(config(tmp_path, patience=3, keep_weights="last"))
+    validation = scripted(monkeypatch, trainer, [20.0, 12.0, 15.0, 13.0, 14.0])
+    progress = trainer.train()
+    assert progress.updates == 5 and progress.best_ppl == 12.0
+    kept, last = load_state(trainer.out / WEIGHTS)["model"], validation.weights[-1]
+    assert all(torch.equal(kept[name], last[name]) for name in last)
+    assert not all(torch.equal(kept[name], validation.weights[1][name]) for name in last)
+
+
 def test_the_learning_rate_decays_after_each_validation_without_improvement(tmp_path, monkeypatch):
     trainer = Trainer(config(tmp_path, patience=10, lr_decay=0.5, max_updates=6))
     validation = scripted(monkeypatch, trainer, [10.0, 11.0, 9.0, 9.5, 9.5, 8.0])
@@ -233,7 +245,8 @@ def test_a_run_fine_tuned_from_a_model_starts_from_its_weights_and_ids(tmp_path:
     assert unknown and trainer.corpus.batch(np.arange(len(trainer.corpus)), False).src.eq(UNK_ID).any()
 
     wider = with_overrides(tuned, {"output_dir": str(tmp_path / "wider"), "model.hidden_size": 16})
-    with pytest.raises(RerankError, match=rf"^training.init_from: {model}.*model.pt: the weights do not fit the model section of the config, .*wrong shape"):
+    with pytest.raises(RerankError, match=rf"^training.init_from: {model}.*model.pt: the weights do not fit the "
+                                           r"model section of the config, .*wrong shape"):
         Trainer(wider)
     assert not (tmp_path / "wider" / "data").exists()
     prepared = tmp_path / "prepared"
