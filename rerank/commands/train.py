@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import shlex
 import sys
@@ -79,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
                   f"command again to resume{under}: {resume_command(args)}", file=sys.stderr)
         return 128 + stopped.signum
     if world.is_main:
+        last = progress.history[-1]["valid_ppl"] if progress.history else math.nan
+        kept = f"; model.pt: the last weights (perplexity {last:.2f})" if config.training.keep_weights == "last" else ""
         print(f"{config.output_dir}: best validation perplexity {progress.best_ppl:.2f}"
               f"{' (the network, on shortlist n-grams)' if isinstance(config, CSLMTrainConfig) else ''} after "
-              f"{progress.updates} updates ({progress.finished})")
+              f"{progress.updates} updates ({progress.finished}){kept}")
     return 0
 
 

@@ -222,14 +222,17 @@ def test_a_run_in_token_batches_stopped_mid_epoch_resumes_to_the_same_weights(
     assert_resumes_mid_epoch(run)
 
 
-def test_a_run_fine_tuned_from_a_model_starts_from_its_weights_and_ids(tmp_path: Path, test_data: Path) -> None:
+def test_a_run_fine_tuned_from_a_model_starts_from_its_weights_and_ids(tmp_path: Path, test_data: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """training.init_from: the data (other words, other sizes asked) are prepared with the model's vocabularies,
     the run starts from its weights; a model whose weights do not fit the config's is refused before any data
     are prepared, and so are data prepared with other vocabularies."""
     assert main(["-q", "train", "--config", write(tmp_path / "a.yaml", config(tmp_path, max_updates=3))]) == 0
     model = tmp_path / "model"
-    assert main(["-q", "train", "--config", write(tmp_path / "b.yaml", config(tmp_path, max_updates=4)),
+    assert main(["-q", "train", "--config", write(tmp_path / "b.yaml", config(tmp_path, max_updates=4,
+                                                                            keep_weights="last")),
                  "--init-from", str(model), "--output-dir", str(tmp_path / "more")]) == 0
+    assert "(reached max_updates 4); model.pt: the last weights (perplexity " in capsys.readouterr().out
     assert (tmp_path / "more" / "vocab.src.txt").read_bytes() == (model / "vocab.src.txt").read_bytes()
     other = {"source": str(test_data / "multi30k" / "val.en"), "target": str(test_data / "multi30k" / "val.fr")}
     tuned = config(tmp_path, {"train": other, "src_vocab_size": 7}, init_from=str(model))
