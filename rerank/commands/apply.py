@@ -5,7 +5,8 @@ order. Weights come from YAML weights files, from a moses.ini's [weight] section
 flags, merged in that order (later ones win). A moses.ini may weight features the n-best list does
 not print (UnknownWordPenalty0): those are skipped. A sentence with no hypotheses gets an empty
 line, as Moses writes for a sentence it failed to translate; an empty list is an error, as for
-`rerank tune` (a decoding run that failed, not a translation).
+`rerank tune` (a decoding run that failed, not a translation). --nbest-out keeps a scored list's
+record (``FILE.features.yaml``: what ``rerank score-nbest`` computed each feature from).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def merged_weights(args: argparse.Namespace) -> tuple[dict[str, tuple[float, ...
 
 
 def run(args: argparse.Namespace) -> int:
+    from rerank.formats.scored import carry_record
     from rerank.formats.weights import known_weights
     from rerank.rescore.rerank import rerank_nbest
 
@@ -81,4 +83,6 @@ def run(args: argparse.Namespace) -> int:
                  weights_name=" + ".join([*map(str, args.weights), *["--weight"] * bool(args.weight)]),
                  missing=args.missing_weight,
                  known=lambda layout: known_weights(weights, origins, layout.labels, nbest_name))
+    if args.nbest_out is not None:
+        carry_record(args.nbest, args.nbest_out)
     return 0

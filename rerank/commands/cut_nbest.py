@@ -4,6 +4,9 @@ A 1000-best list gives the 100- and 300-best lists of the same decoding without 
 that list sizes can be compared on one search:
 
   rerank cut-nbest dev.1000best.gz -n 100 -o dev.100best.gz
+
+A list scored by ``rerank score-nbest`` keeps its record (``OUT.features.yaml``, what each feature was computed
+from), so that ``score-nbest --reuse`` takes the cut list's values.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rerank.formats.nbest import read_nbest, write_nbest
+    from rerank.formats.scored import carry_record
     from rerank.rescore.cut import first_hypotheses
 
     write_nbest(first_hypotheses(read_nbest(args.nbest), args.size), args.output)
+    carry_record(args.nbest, args.output)
     return 0

@@ -173,6 +173,17 @@ def _shown(value: object) -> str:
     return brief(value)
 
 
+def carry_record(scored: str | os.PathLike[str], output: str | os.PathLike[str]) -> bool:
+    """Give the list ``output``, just written from the lines of the scored list ``scored`` with their features
+    unchanged (cut, re-sorted), the features of ``scored``'s record, where one describes ``scored``: False (and
+    nothing written) where none does, or ``output`` is not a file."""
+    record = describing_record(scored)
+    digest = content_digest(output) if record is not None and has_record(output) else None
+    if record is None or digest is None:
+        return False
+    write_record(output, digest, record.features)
+    return True
+
 
 def write_joined_record(parts: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str]) -> bool:
     """The record of the list ``output`` joined from the scored lists ``parts``, in order (``merge-shards``),

@@ -1,13 +1,16 @@
-"""rerank cut-nbest: each sentence's first N lines, byte for byte; bad input stops with exit status 2."""
+"""rerank cut-nbest: each sentence's first N lines, byte for byte, and a scored list's record; bad input stops with exit
+status 2."""
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from rerank.cli import main
+from rerank.formats.scored import describing_record, record_path, write_record
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "examples" / "data" / "val.100best.gz"
@@ -41,3 +44,17 @@ def test_sentences_out_of_order_are_an_error_and_nothing_is_written(tmp_path: Pa
     assert main(["cut-nbest", str(nbest), "-n", "1", "-o", str(tmp_path / "out")]) == 2
     assert "bad.nbest:3: expected sentence ids in increasing order" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_scored_list_keeps_its_record(tmp_path: Path) -> None:
+    """What score-nbest recorded of each feature stays with the cut list, so that --reuse takes its values."""
+    scored = tmp_path / "scored.gz"
+    text = gzip.decompress(SAMPLE.read_bytes())
+    scored.write_bytes(gzip.compress(text))
+    features = {"WP1": {"kind": "word-penalty"}}
+    write_record(scored, hashlib.sha256(text).hexdigest(), features)
+    assert main(["-q", "cut-nbest", str(scored), "-n", "3", "-o", str(tmp_path / "cut.gz")]) == 0
+    record = describing_record(tmp_path / "cut.gz")
+    assert record is not None and record.features == features
+    assert main(["-q", "cut-nbest", str(SAMPLE), "-n", "3", "-o", str(tmp_path / "plain.gz")]) == 0
+    assert not record_path(tmp_path / "plain.gz").exists()

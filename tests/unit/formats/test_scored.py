@@ -11,6 +11,7 @@ import pytest
 
 from rerank.errors import FormatError, RerankError
 from rerank.formats.scored import (
+    carry_record,
     content_digest,
     describing_record,
     difference,
@@ -106,3 +107,18 @@ def test_the_record_of_joined_shards_is_theirs_when_they_agree(tmp_path: Path) -
     record_path(parts[1]).unlink()
     assert not write_joined_record(parts, tmp_path / "other")
     assert not record_path(tmp_path / "other").exists()
+
+
+def test_a_list_cut_or_resorted_from_a_scored_one_keeps_its_record(tmp_path: Path) -> None:
+    scored, cut = tmp_path / "scored", tmp_path / "cut.gz"
+    scored.write_text(LINES)
+    features = {"WP1": {"kind": "word-penalty"}}
+    write_record(scored, sha256(LINES), features)
+    first = LINES.splitlines(keepends=True)[0]
+    cut.write_bytes(gzip.compress(first.encode()))
+    assert carry_record(scored, cut)
+    record = describing_record(cut)
+    assert record is not None and record.features == features and record.nbest == sha256(first)
+    assert not carry_record(scored, "-") and not record_path(tmp_path / "-").exists()
+    scored.write_text(LINES + first)  # the record no longer describes the list: nothing is carried
+    assert not carry_record(scored, tmp_path / "other") and not record_path(tmp_path / "other").exists()
