@@ -7,7 +7,10 @@ UNK penalty), the first ``--train`` lines of the training text (to train small m
 phrase pairs of the phrase table that the sample's source sentences can use (as Moses'
 ``filter-model-given-input.pl`` filters a table, keeping the ``--table-limit`` best targets of a
 source phrase by p(e|f), as Moses' ``table-limit`` does); and it writes a filtered copy of the
-4-gram language model.
+4-gram language model. For tuning Moses it copies the whole of ``val`` (``tune.en``, ``tune.fr``:
+a few hundred sentences are too few to tune Moses' weights on) and the phrase pairs that those
+sentences and the sample's ``test`` can use (``phrase-table.tune.gz``). Tuning takes the full language
+model: the filtered one scores exactly only the hypotheses of the lists below.
 
 The filtered model keeps the n-grams that occur in the sample's hypotheses (each hypothesis with
 ``<s>`` and ``</s>`` around it; and ``<unk>``), with their probabilities and back-offs and the
@@ -73,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     kept = filter_phrase_table(moses / "model" / "phrase-table.gz", args.out / "phrase-table.gz", sources,
                                args.table_limit)
     print(f"{args.out / 'phrase-table.gz'}: {kept} phrase pairs")
+    copy_head(tok / "val.lc.norm.tok.en", args.out / "tune.en", sys.maxsize)
+    copy_head(tok / "val.lc.norm.tok.fr", args.out / "tune.fr", sys.maxsize)
+    tuning = [line.split() for name in ("tune.en", "test.en")
+              for line in (args.out / name).read_text("utf-8").splitlines()]
+    kept = filter_phrase_table(moses / "model" / "phrase-table.gz", args.out / "phrase-table.tune.gz", tuning,
+                               args.table_limit)
+    print(f"{args.out / 'phrase-table.tune.gz'}: {kept} phrase pairs")
     lm = args.out / "lm.fr.4.sample.arpa.gz"
     for path in args.lm_nbest:
         with gzip.open(path, "rb") as f:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import random
@@ -28,9 +29,9 @@ def quiet_model(path: Path) -> kenlm.Model:
 
 
 def test_sample_is_small() -> None:
-    """It ships with every clone: n-best lists, LM, phrase table and training slice stay under 3 MB, and
-    each shipped model (float16 weights and vocabularies) under 6 MB."""
-    assert sum(p.stat().st_size for p in (REPO / "examples" / "data").rglob("*") if p.is_file()) < 3e6
+    """It ships with every clone: n-best lists, LM, phrase tables (the second for the tuning set: 1.9 MB), tuning
+    set and training slice stay under 5 MB, and each shipped model (float16 weights and vocabularies) under 6 MB."""
+    assert sum(p.stat().st_size for p in (REPO / "examples" / "data").rglob("*") if p.is_file()) < 5e6
     models = [p for p in (REPO / "examples" / "models").iterdir() if p.is_dir()]
     assert sorted(p.name for p in models) == ["encdec", "rnnsearch", "rnnsearch-phrases"]
     for model in models:
@@ -42,6 +43,17 @@ def test_sample_files_line_up() -> None:
         counts = {suffix: sum(1 for _ in read_lines(SAMPLE / f"{split}.{suffix}")) for suffix in ("en", "fr", "1best")}
         ids = {entry.sentence_id for entry in read_nbest(SAMPLE / f"{split}.100best.gz")}
         assert set(counts.values()) == {len(ids)} and ids == set(range(len(ids)))
+
+
+def test_tuning_set_starts_with_val_and_its_table_holds_the_samples() -> None:
+    """``tune.{en,fr}`` is the whole of ``val``, of which the sample's ``val`` is the head; the tuning set's
+    table has every pair of the sample's table (both are filtered from one table, the second for more
+    sentences)."""
+    for lang in ("en", "fr"):
+        tune, val = ((SAMPLE / f"{name}.{lang}").read_bytes().splitlines() for name in ("tune", "val"))
+        assert len(tune) == 1014 and tune[:len(val)] == val
+    with gzip.open(SAMPLE / "phrase-table.gz", "rb") as small, gzip.open(SAMPLE / "phrase-table.tune.gz", "rb") as big:
+        assert set(small) <= set(big)
 
 
 def test_filtered_lm_scores_every_hypothesis_as_the_full_model(multi30k_moses: Path) -> None:
