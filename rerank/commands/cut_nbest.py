@@ -28,10 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rerank.formats.nbest import read_nbest, write_nbest
-    from rerank.formats.scored import carry_record
-    from rerank.rescore.cut import first_hypotheses
+    from rerank.rescore.cut import cut_nbest
 
-    write_nbest(first_hypotheses(read_nbest(args.nbest), args.size), args.output)
-    carry_record(args.nbest, args.output)
+    cut_nbest(args.nbest, args.size, args.output)
     return 0

@@ -18,11 +18,12 @@ from rerank.formats.nbest import read_nbest
 from rerank.formats.scored import record_path
 from rerank.models.config import default_label, read_model_config
 from rerank.rescore.append import RescoreConfig, score_nbest
+from rerank.rescore.cut import cut_nbest
 from rerank.study.checks import unknown_word_list
 from rerank.study.config import ExperimentConfig, Split
 from rerank.study.models import device_flag, extra_features
 from rerank.study.runner import StepRunner, write_file
-from rerank.study.steps import cut_nbest_file, first_hypotheses_file, forced_union_file, merge_nbest_file
+from rerank.study.steps import first_hypotheses_file, forced_union_file, merge_nbest_file
 
 if TYPE_CHECKING:
     from rerank.rescore.feature import Feature
@@ -185,7 +186,7 @@ def cut_lists(config: ExperimentConfig, steps: StepRunner, score: Scoring, name:
     for size in config.list_sizes:
         moses, scored = steps.out / f"{name}.moses.scored.gz", steps.out / f"{name}.moses{size}.scored.gz"
         cut = steps.out / f"{name}.moses{size}.cut.gz" if consensus else scored
-        steps.rerank(["cut-nbest", moses, "-n", size, "-o", cut], [cut], cut_nbest_file, moses, size, cut)
+        steps.rerank(["cut-nbest", moses, "-n", size, "-o", cut], [cut], cut_nbest, moses, size, cut)
         if consensus:
             inputs.append((cut, f"moses{size}"))
     for nbest, tuned in inputs:

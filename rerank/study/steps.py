@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 from rerank.formats.files import committed_together, count_lines, read_text
 from rerank.formats.moses_ini import MosesIni
-from rerank.formats.nbest import read_nbest, write_nbest
+from rerank.formats.nbest import write_nbest
 from rerank.formats.phrase_table import read_phrase_table
 from rerank.formats.streams import peek
 from rerank.formats.weights import ini_weights, known_weights, read_weights, save_weights
-from rerank.rescore.cut import first_hypotheses
 from rerank.rescore.forced import ForcedDecoding
 from rerank.rescore.merge import merge_nbest
 from rerank.rescore.rerank import rerank_nbest
@@ -70,10 +69,6 @@ def forced_union_file(systems: Sequence[tuple[str, str]], ini: Path, source: str
     forced = report.forced
     logger.info("%s: %d lines, %d forced-decoded (%d unreachable) in %.0f s", output.name, report.lines,
                 len(forced.derivations), forced.unreachable, forced.seconds)
-
-
-def cut_nbest_file(nbest: Path, size: int, output: Path) -> None:
-    write_nbest(first_hypotheses(read_nbest(nbest), size), output)
 
 
 def oracle_file(nbest: Path, reference: str, tokenize: str, output: Path) -> None:
