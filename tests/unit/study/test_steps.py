@@ -8,8 +8,8 @@ from pathlib import Path
 from helpers import content
 
 from rerank.cli import main
+from rerank.rescore.cut import cut_nbest
 from rerank.study.steps import (
-    cut_nbest_file,
     first_hypotheses_file,
     merge_nbest_file,
     oracle_file,
@@ -31,7 +31,7 @@ def test_the_json_of_the_command_is_what_the_experiment_step_writes(tmp_path: Pa
 
 def test_cut_and_merge_are_their_commands(tmp_path: Path, test_data: Path) -> None:
     nbest = test_data / "toy.nbest"
-    cut_nbest_file(nbest, 2, tmp_path / "step.cut")
+    cut_nbest(nbest, 2, tmp_path / "step.cut")  # the function the study's cut step calls
     assert main(["-q", "cut-nbest", str(nbest), "-n", "2", "-o", str(tmp_path / "command.cut")]) == 0
     assert content(tmp_path / "step.cut") == content(tmp_path / "command.cut")
     assert len(content(tmp_path / "step.cut").splitlines()) == 6
